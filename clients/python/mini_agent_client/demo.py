@@ -1,0 +1,91 @@
+"""`mini-agent demo`: the seed scenario end to end, through a real daemon and a replayed model.
+
+The model is a scripted OpenAI-compatible server (mini_agent.replay) on 127.0.0.1; everything else is
+the real path: the daemon over stdio, tools reflected and run in the tool host, observations fed back.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO
+
+from .client import AgentClient, Event
+
+TASK = "Which Python files are in the workspace, and how many non-empty lines does schema.py have?"
+
+# Step 2 passes `path` instead of `file_path`: the error observation names the right parameter and
+# step 3 repairs the call. Step 4 quotes the real tool result through the replay placeholder.
+SCRIPT: list[dict[str, Any]] = [
+    {"content": 'Thought: First I need to see which Python files the workspace has.\n'
+                'Action: list_python_files\nAction Input: {"directory": "."}'},
+    {"content": 'Thought: schema.py is there. Now I count its non-empty lines.\n'
+                'Action: count_file_lines\nAction Input: {"path": "schema.py", "ignore_empty": true}'},
+    {"content": 'Thought: The tool says the parameter is called file_path, not path. Calling it again.\n'
+                'Action: count_file_lines\nAction Input: {"file_path": "schema.py", "ignore_empty": true}'},
+    {"content": "Thought: I have the count from the tool.\n"
+                "Final Answer: schema.py has {last_observation} non-empty lines."},
+]
+
+
+def example_workspace() -> Path:
+    return Path(str(resources.files("mini_agent") / "examples" / "workspace"))
+
+
+async def run_demo(out: TextIO = sys.stdout, *, tool_mode: str = "react") -> int:
+    from mini_agent.replay import ReplayServer
+
+    print("mini-agent demo — the model is REPLAYED from a script (no real LLM is called); "
+          "daemon, tools and protocol are real.", file=out)
+    with tempfile.TemporaryDirectory(prefix="mini-agent-demo-") as tmp:
+        root = Path(tmp) / "workspace"
+        shutil.copytree(example_workspace(), root, ignore=shutil.ignore_patterns("__pycache__"))
+        async with ReplayServer(SCRIPT) as model:
+            options = {"llm": {"baseUrl": model.base_url, "model": "replay", "toolMode": tool_mode},
+                       "store": {"enabled": False}}
+            async with AgentClient.spawn(root=root, options=options) as client:
+                tools = await client.register_tool("tools.py")
+                print(f"workspace: {root}", file=out)
+                for tool in tools:
+                    print(f"tool {tool['name']}: {json.dumps(tool['inputSchema'])}", file=out)
+                print(f"task: {TASK}\n", file=out)
+                result: dict[str, Any] = {}
+                async for event in client.run(TASK):
+                    _show(event, out)
+                    if event.kind == "result":
+                        result = event.data
+        _summary(result, out)
+        return 0 if result.get("stopReason") == "end_turn" else 1
+
+
+def _show(event: Event, out: TextIO) -> None:
+    step, data = event.step + 1, event.data
+    if event.kind == "agent_thought_chunk":
+        out.write(data.get("text", ""))
+        out.flush()
+    elif event.kind == "tool_call":
+        print(f"\n[step {step}] call   {data['name']} {data.get('rawArguments') or json.dumps(data['arguments'])}",
+              file=out)
+    elif event.kind == "tool_call_update" and "observation" in data:
+        obs = data["observation"]
+        label = "error " if obs["isError"] else "result"
+        print(f"[step {step}] {label} {obs['output']}", file=out)
+    elif event.kind == "agent_message_chunk":
+        print(f"\n[step {step}] answer {data.get('text', '')}", file=out)
+    elif event.kind == "status" and data.get("message"):
+        print(f"[step {step}] {data['message']}", file=out)
+
+
+def _summary(result: dict[str, Any], out: TextIO) -> None:
+    usage = result.get("usage", {})
+    print("\nsummary", file=out)
+    print(f"  session id : {result.get('sessionId')}", file=out)
+    print(f"  status     : {result.get('status')} ({result.get('stopReason')})", file=out)
+    print(f"  steps      : {result.get('steps')}", file=out)
+    print(f"  tokens     : prompt {usage.get('promptTokens')}, completion {usage.get('completionTokens')}, "
+          f"cached {usage.get('cachedTokens')}", file=out)
+    print("  (the model was replayed from a script; token counts come from the replay server)", file=out)

@@ -1,0 +1,424 @@
+"""The JSON-RPC face of the daemon: agent/* methods and notifications over pygls.
+
+Each handler parses its params, calls the domain (`Daemon`, `AgentRuntime`, `ToolRegistry`) and maps
+the result or the error; no agent logic lives here. Domain modules are imported when the first
+agent request arrives, so `initialize` is answered as fast as a bare pygls server answers it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lsprotocol import types
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+    JsonRpcServerNotInitialized,
+)
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    LanguageServerProtocol,
+    default_converter,
+)
+from pygls.protocol.language_server import lsp_method
+from pygls.uris import to_fs_path
+
+from . import __version__
+
+if TYPE_CHECKING:
+    from cattrs import Converter
+
+    from .daemon import Daemon
+    from .params import (
+        ApproveParams,
+        ListSessionsParams,
+        NameParams,
+        RegisterToolParams,
+        RunParams,
+        SessionParams,
+        StartSessionParams,
+        StepParams,
+    )
+
+log = logging.getLogger("mini_agent")
+T = TypeVar("T")
+
+PROTOCOL_VERSION = 1
+METHODS = (
+    "agent/registerTool", "agent/unregisterTool", "agent/listTools", "agent/startSession", "agent/step",
+    "agent/run", "agent/cancel", "agent/approve", "agent/listSessions", "agent/getSession",
+)
+SESSION_ERROR = -32001  # a valid request the session cannot take now (busy)
+
+
+class _Rejected:
+    """A request whose envelope could not be read; answered with an error instead of dropped."""
+
+    def __init__(self, msg_id: Any, error: JsonRpcException) -> None:
+        self.id = msg_id
+        self.error = error
+
+
+class AgentProtocol(LanguageServerProtocol):
+    """LSP lifecycle from pygls, plus answers for the messages pygls would drop silently."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "id" in data and "method" in data:
+                return _Rejected(data["id"], exc)
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Rejected):
+            self._send_response(message.id, error=message.error.to_response_error())
+            return
+        if not hasattr(message, "jsonrpc"):
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            error = JsonRpcInvalidRequest("Invalid Request: not a JSON-RPC 2.0 message")
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        method = getattr(message, "method", None)
+        is_request = isinstance(message, JsonRPCRequestMessage) or (
+            method is not None and getattr(message, "id", None) is not None
+        )
+        if is_request and self._workspace is None and method != types.INITIALIZE:
+            error = JsonRpcServerNotInitialized(f"Server not initialized: {method} before initialize")
+            self._send_response(message.id, error=error.to_response_error())
+            return
+        super().handle_message(message)
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
+        result: types.InitializeResult = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {
+            "agent": {
+                "protocolVersion": PROTOCOL_VERSION,
+                "methods": list(METHODS),
+                "notifications": ["agent/update", "agent/toolsChanged"],
+                "serverRequests": ["agent/requestPermission", "agent/executeTool"],
+                "toolModes": ["react", "native", "auto"],
+            }
+        }
+        return result
+
+
+def _dict_params_converter() -> Converter:
+    """Custom methods get plain dicts (pygls' default would turn them into namedtuples)."""
+    converter = default_converter()
+    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    return converter
+
+
+class AgentServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("mini-agent", __version__, protocol_cls=AgentProtocol,
+                         converter_factory=_dict_params_converter)
+        self._daemon: Daemon | None = None
+        self._init_options: Any = None
+        self._init_error: str | None = None
+        self.shutting_down = False
+
+    @property
+    def daemon(self) -> Daemon:
+        if self._init_error is not None:
+            raise JsonRpcInvalidParams(self._init_error)
+        if self._daemon is None:
+            self._daemon = self._build_daemon()
+        return self._daemon
+
+    def _build_daemon(self) -> Daemon:
+        from .daemon import Daemon
+        from .params import InitOptions, InvalidParams, parse
+
+        try:
+            options = parse("initializationOptions", self._init_options, InitOptions)
+        except InvalidParams as exc:
+            self._init_error = str(exc)
+            raise JsonRpcInvalidParams(self._init_error) from None
+        return Daemon(_workspace_root(self), options, notify=self.protocol.notify, request=self._client_request)
+
+    async def _client_request(self, method: str, params: dict[str, Any]) -> Any:
+        result = await self.protocol.send_request_async(method, params)
+        return _plain(result)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A frame that is not JSON gets the JSON-RPC parse error (id null); the connection lives on."""
+        if isinstance(error, ValueError) and not isinstance(error, JsonRpcException):
+            response = JsonRpcParseError(f"Parse error: {error}").to_response_error()
+            self.protocol._send_response(None, error=response)  # noqa: SLF001 — no public way to answer id null
+            return
+        log.error("server error: %s", error)
+
+
+server = AgentServer()
+
+
+def _workspace_root(ls: AgentServer) -> Path:
+    workspace = ls.workspace
+    if workspace.root_path:
+        return Path(workspace.root_path).resolve()
+    for folder in workspace.folders.values():
+        path = to_fs_path(folder.uri)
+        if path:
+            return Path(path).resolve()
+    return Path.cwd().resolve()
+
+
+def _plain(value: Any) -> Any:
+    """pygls hands results of server->client requests back as namedtuples; turn them into JSON values."""
+    if hasattr(value, "_asdict"):
+        return {key: _plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+# -- lifecycle ---------------------------------------------------------------------------------
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: AgentServer, params: types.InitializeParams) -> None:
+    options = params.initialization_options
+    if options is not None and not isinstance(options, dict):
+        raise JsonRpcInvalidParams("initializationOptions must be an object")
+    ls._init_options = options  # noqa: SLF001
+
+
+@server.feature(types.INITIALIZED)
+def on_initialized(ls: AgentServer, params: types.InitializedParams) -> None:
+    """Build the daemon now that initialize is answered, so bad options are reported early."""
+    try:
+        ls.daemon.registry  # noqa: B018 — builds it
+    except JsonRpcException as exc:
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"mini-agent: {exc.message}"))
+
+
+@server.feature(types.SHUTDOWN)
+async def on_shutdown(ls: AgentServer, params: Any) -> None:
+    ls.shutting_down = True
+    if ls._daemon is not None:  # noqa: SLF001
+        await ls._daemon.aclose()  # noqa: SLF001
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+
+Handler = Callable[["Daemon", Any], Awaitable[Any]]
+
+
+def method(name: str, model: str) -> Callable[[Handler], Handler]:
+    """Register an agent/* handler: parse params into `params.<model>`, run it, map domain errors.
+
+    The model is named, not imported, so pydantic loads with the first agent request, not at start-up.
+    """
+
+    def register(handler: Handler) -> Handler:
+        @server.feature(name)
+        async def handle(ls: AgentServer, raw: Any) -> Any:
+            from . import params
+
+            try:
+                return await handler(ls.daemon, params.parse(name, raw, getattr(params, model)))
+            except JsonRpcException:
+                raise
+            except Exception as exc:
+                raise _map_error(exc) from exc
+
+        return handler
+
+    return register
+
+
+def _map_error(exc: Exception) -> JsonRpcException:
+    from .params import InvalidParams
+    from .runtime import SessionBusy, SessionFinished, UnknownSession, UnknownToolCall
+    from .tools import RegistrationError
+
+    if isinstance(exc, InvalidParams):
+        return JsonRpcInvalidParams(str(exc), data={"errors": exc.errors})
+    if isinstance(exc, UnknownSession):
+        return JsonRpcInvalidParams(str(exc), data={"reason": "unknown_session", "sessionId": exc.session_id})
+    if isinstance(exc, SessionFinished):
+        return JsonRpcInvalidParams(str(exc), data={"reason": "session_finished", "sessionId": exc.session_id})
+    if isinstance(exc, SessionBusy):
+        return JsonRpcException(
+            code=SESSION_ERROR, message=str(exc), data={"reason": "session_busy", "sessionId": exc.session_id}
+        )
+    if isinstance(exc, RegistrationError | UnknownToolCall):
+        return JsonRpcInvalidParams(str(exc))
+    raise exc
+
+
+async def _cancellable(work: Awaitable[T], cancel: Callable[[], object]) -> T:
+    """Turn `$/cancelRequest` into a graceful stop: the step answers stopReason "cancelled".
+
+    A shutdown is not a cancel: then the request is dropped and the session is left as it is.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if server.shutting_down:
+            raise
+        cancel()
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
+        return await task
+
+
+@method("agent/registerTool", "RegisterToolParams")
+async def register_tool(daemon: Daemon, p: RegisterToolParams) -> dict[str, Any]:
+    from . import wire
+    from .tools import RegistrationError
+
+    if p.client:
+        if p.name is None or p.input_schema is None:
+            raise RegistrationError("a client tool needs name, description and inputSchema")
+        specs = [daemon.registry.register_client_tool(p.name, p.description or "", p.input_schema,
+                                                      requires_approval=p.requires_approval)]
+    else:
+        if p.path is None:
+            raise RegistrationError("path is required (or client: true with name and inputSchema)")
+        specs = await daemon.registry.register_file(
+            p.path, function=p.function, name=p.name, description=p.description,
+            requires_approval=p.requires_approval, idempotent=p.idempotent, timeout_sec=p.timeout_sec,
+        )
+    daemon.tools_changed()
+    return {"tools": [wire.tool_spec(spec) for spec in specs]}
+
+
+@method("agent/unregisterTool", "NameParams")
+async def unregister_tool(daemon: Daemon, p: NameParams) -> dict[str, Any]:
+    from . import wire
+
+    removed = daemon.registry.unregister(p.name)
+    daemon.tools_changed()
+    return {"tools": [wire.tool_spec(removed)]}
+
+
+@method("agent/listTools", "Params")
+async def list_tools(daemon: Daemon, p: object) -> dict[str, Any]:
+    from . import wire
+
+    return {"tools": [wire.tool_spec(spec) for spec in daemon.registry.list()]}
+
+
+@method("agent/startSession", "StartSessionParams")
+async def start_session(daemon: Daemon, p: StartSessionParams) -> dict[str, Any]:
+    base = daemon.runtime.defaults.llm
+    session = daemon.runtime.start_session(
+        p.task,
+        system_prompt=p.system_prompt,
+        tool_names=p.tools,
+        llm=p.llm.apply(base) if p.llm is not None else None,
+        max_steps=p.max_steps,
+    )
+    return {"sessionId": session.session_id, "status": session.status.value}
+
+
+@method("agent/step", "StepParams")
+async def step(daemon: Daemon, p: StepParams) -> dict[str, Any]:
+    from . import wire
+
+    runtime = daemon.runtime
+    record = await _cancellable(runtime.step(p.session_id), lambda: runtime.cancel(p.session_id))
+    return wire.step_result(runtime.get(p.session_id), record)
+
+
+@method("agent/run", "RunParams")
+async def run(daemon: Daemon, p: RunParams) -> dict[str, Any]:
+    from . import wire
+
+    runtime = daemon.runtime
+    summary = await _cancellable(
+        runtime.run(p.session_id, max_steps=p.max_steps), lambda: runtime.cancel(p.session_id)
+    )
+    session = summary.session
+    return {
+        "sessionId": session.session_id,
+        "status": session.status.value,
+        "stopReason": summary.stop_reason.value if summary.stop_reason else None,
+        "finalAnswer": session.final_answer,
+        "steps": len(session.steps),
+        "stepsRun": summary.steps_run,
+        "error": summary.last.error,
+        "usage": wire.usage(session.usage),
+    }
+
+
+@method("agent/cancel", "SessionParams")
+async def cancel(daemon: Daemon, p: SessionParams) -> dict[str, Any]:
+    daemon.runtime.get(p.session_id)
+    return {"sessionId": p.session_id, "cancelled": daemon.runtime.cancel(p.session_id)}
+
+
+@method("agent/approve", "ApproveParams")
+async def approve(daemon: Daemon, p: ApproveParams) -> dict[str, Any]:
+    daemon.runtime.approve(p.session_id, p.tool_call_id, p.decision, p.reason)
+    session = daemon.runtime.get(p.session_id)
+    return {"sessionId": p.session_id, "toolCallId": p.tool_call_id, "status": session.status.value}
+
+
+@method("agent/getSession", "SessionParams")
+async def get_session(daemon: Daemon, p: SessionParams) -> dict[str, Any]:
+    from . import wire
+
+    return wire.session_full(daemon.runtime.get(p.session_id))
+
+
+@method("agent/listSessions", "ListSessionsParams")
+async def list_sessions(daemon: Daemon, p: ListSessionsParams) -> dict[str, Any]:
+    from . import wire
+
+    sessions = daemon.runtime.sessions(status=p.status)
+    page = sessions[p.offset : p.offset + p.limit]
+    return {"sessions": [wire.session_summary(s) for s in page], "total": len(sessions)}
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+async def did_save(ls: AgentServer, params: types.DidSaveTextDocumentParams) -> None:
+    await _reload(ls, params.text_document.uri)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+async def did_change_watched(ls: AgentServer, params: types.DidChangeWatchedFilesParams) -> None:
+    for change in params.changes:
+        await _reload(ls, change.uri)
+
+
+async def _reload(ls: AgentServer, uri: str) -> None:
+    path = to_fs_path(uri)
+    if path is None or ls._daemon is None:  # noqa: SLF001 — nothing registered yet
+        return
+    try:
+        if await ls.daemon.registry.reload(path) is not None:
+            ls.daemon.tools_changed()
+    except Exception as exc:  # a broken save must not take the daemon down
+        log.warning("reloading %s failed: %s", path, exc)
+        ls.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"reload {path}: {exc}"))
+
+
+def main() -> None:
+    """Serve on stdio. fd 1 is moved to stderr first: only protocol frames may reach the real stdout."""
+    wire_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
+                        format="[mini-agent] %(levelname)s %(name)s: %(message)s")
+    # pygls logs a traceback for every deliberate error answer; keep that for debugging only
+    logging.getLogger("pygls").setLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL)
+    server.start_io(sys.stdin.buffer, wire_out)

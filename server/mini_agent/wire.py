@@ -1,0 +1,117 @@
+"""Domain values as the protocol's camelCase JSON (docs/protocol.md is the reference).
+
+Pure mapping, both directions where the store or a client needs it; no JSON-RPC here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .contracts import Observation, TokenUsage, ToolCall, ToolSpec
+from .session import AgentSession, PendingApproval, StepRecord
+
+
+def usage(value: TokenUsage) -> dict[str, int]:
+    return {
+        "promptTokens": value.prompt_tokens,
+        "completionTokens": value.completion_tokens,
+        "cachedTokens": value.cached_tokens,
+    }
+
+
+def usage_update(step: TokenUsage, total: TokenUsage) -> dict[str, Any]:
+    return {"usage": usage(step), "total": usage(total)}
+
+
+def tool_call(call: ToolCall) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "rawArguments": call.raw_arguments,
+    }
+    if call.parse_error is not None:
+        out["parseError"] = call.parse_error
+    return out
+
+
+def tool_call_event(call: ToolCall, status: str) -> dict[str, Any]:
+    return {"toolCallId": call.id, "title": call.name, "status": status, **tool_call(call)}
+
+
+def observation(obs: Observation) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "toolCallId": obs.call_id,
+        "toolName": obs.tool_name,
+        "output": obs.output,
+        "isError": obs.is_error,
+        "elapsedMs": round(obs.execution_time_ms, 3),
+    }
+    if obs.truncated:
+        out["truncated"] = True
+    if obs.logs:
+        out["logs"] = obs.logs
+    return out
+
+
+def tool_spec(spec: ToolSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": spec.name,
+        "description": spec.description,
+        "inputSchema": spec.input_schema,
+        "requiresApproval": spec.requires_approval,
+    }
+    if spec.title:
+        out["title"] = spec.title
+    if spec.client:
+        out["client"] = True
+    if spec.idempotent:
+        out["annotations"] = {"idempotentHint": True}
+    if spec.source is not None:
+        out["source"] = {"path": spec.source.path, "function": spec.source.function, "line": spec.source.line}
+    return out
+
+
+def step_result(session: AgentSession, record: StepRecord) -> dict[str, Any]:
+    return {
+        "sessionId": session.session_id,
+        "index": record.index,
+        "thought": record.thought,
+        "toolCalls": [tool_call(call) for call in record.tool_calls],
+        "observations": [observation(obs) for obs in record.observations],
+        "finalAnswer": record.final_answer,
+        "status": session.status.value,
+        "stopReason": record.stop_reason.value if record.stop_reason else None,
+        "error": record.error,
+        "usage": usage(record.usage),
+        "elapsedMs": round(record.elapsed_ms, 3),
+        "toolMode": record.tool_mode or None,
+        "pendingApprovals": [pending_approval(p) for p in session.pending if p.decision is None],
+    }
+
+
+def pending_approval(pending: PendingApproval) -> dict[str, Any]:
+    return {"toolCall": tool_call(pending.call), "step": pending.step_index}
+
+
+def session_summary(session: AgentSession) -> dict[str, Any]:
+    return {
+        "sessionId": session.session_id,
+        "task": session.task,
+        "status": session.status.value,
+        "stopReason": session.stop_reason.value if session.stop_reason else None,
+        "finalAnswer": session.final_answer,
+        "stepCount": len(session.steps),
+        "usage": usage(session.usage),
+        "createdAt": session.created_at,
+        "updatedAt": session.updated_at,
+    }
+
+
+def session_full(session: AgentSession) -> dict[str, Any]:
+    return {
+        **session_summary(session),
+        "steps": [step_result(session, record) for record in session.steps],
+        "tools": [spec.name for spec in session.tools],
+        "pendingApprovals": [pending_approval(p) for p in session.pending if p.decision is None],
+    }

@@ -1,0 +1,214 @@
+"""AgentRuntime through its ports, with small in-test fakes for the model and the tools.
+
+The runtime is pure orchestration; these tests pin its rules (history, loops, budget, cancel,
+approval, errors) without any process or socket. End-to-end behaviour is in test_e2e_*.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from mini_agent.contracts import (
+    LLMConfig,
+    LLMError,
+    LLMResponse,
+    Message,
+    Observation,
+    Role,
+    SessionStatus,
+    StopReason,
+    TextSink,
+    TokenUsage,
+    ToolCall,
+    ToolSpec,
+)
+from mini_agent.runtime import AgentRuntime, AgentUpdate, SessionBusy, SessionFinished, UnknownSession
+from mini_agent.session import AgentConfig, AgentSession, Decision
+
+ECHO = ToolSpec("echo", "Echo the text.", {"type": "object", "properties": {"text": {"type": "string"}}})
+RISKY = ToolSpec("wipe", "Delete things.", {"type": "object", "properties": {}}, requires_approval=True)
+
+
+def call(name: str, n: int, **arguments: Any) -> ToolCall:
+    return ToolCall(f"c{n}", name, arguments, json.dumps(arguments))
+
+
+def answer(text: str) -> LLMResponse:
+    return LLMResponse(content=f"Final Answer: {text}", final_answer=text, usage=TokenUsage(10, 2, 5))
+
+
+def action(*calls: ToolCall) -> LLMResponse:
+    return LLMResponse(content=f"Action: {calls[0].name}", thought="thinking", tool_calls=calls,
+                       usage=TokenUsage(10, 2, 5))
+
+
+class ScriptedModel:
+    def __init__(self, *replies: LLMResponse | Exception, delay: float = 0.0) -> None:
+        self.replies = list(replies)
+        self.seen: list[list[Message]] = []
+        self.delay = delay
+
+    async def generate(self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: LLMConfig,
+                       on_text: TextSink | None = None) -> LLMResponse:
+        self.seen.append(list(messages))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        if on_text is not None:
+            on_text(reply.content)
+        return reply
+
+
+class Tools:
+    def __init__(self, *specs: ToolSpec, delay: float = 0.0) -> None:
+        self.specs = {spec.name: spec for spec in specs}
+        self.ran: list[ToolCall] = []
+        self.delay = delay
+
+    def list(self) -> list[ToolSpec]:
+        return list(self.specs.values())
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self.specs.get(name)
+
+    async def execute(self, call: ToolCall, *, session_id: str) -> Observation:
+        self.ran.append(call)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return Observation(call.id, call.name, json.dumps(call.arguments))
+
+
+def build(model: ScriptedModel, tools: Tools, **config: Any) -> tuple[AgentRuntime, list[AgentUpdate]]:
+    events: list[AgentUpdate] = []
+    runtime = AgentRuntime(model, tools, defaults=AgentConfig(**config), events=events.append)
+    return runtime, events
+
+
+@pytest.mark.asyncio
+async def test_history_is_append_only_and_steps_end_on_answer() -> None:
+    model = ScriptedModel(action(call("echo", 1, text="a")), answer("done"))
+    runtime, events = build(model, Tools(ECHO))
+    session = runtime.start_session("task")
+    first = await runtime.step(session.session_id)
+    second = await runtime.step(session.session_id)
+    assert first.observations[0].output == '{"text": "a"}' and first.stop_reason is None
+    assert second.final_answer == "done" and second.stop_reason is StopReason.END_TURN
+    assert session.status is SessionStatus.FINISHED and session.usage == TokenUsage(20, 4, 10)
+    assert model.seen[1][: len(model.seen[0])] == model.seen[0]
+    assert [m.role for m in model.seen[1]] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL]
+    kinds = [e.update["kind"] for e in events]
+    assert kinds.index("tool_call") < kinds.index("tool_call_update") < kinds.index("agent_message_chunk")
+    with pytest.raises(SessionFinished):
+        await runtime.step(session.session_id)
+
+
+@pytest.mark.asyncio
+async def test_same_call_three_times_gets_a_note_and_a_fourth_stops() -> None:
+    same = [action(call("echo", n, text="x")) for n in range(4)]
+    tools = Tools(ECHO)
+    runtime, _ = build(ScriptedModel(*same), tools)
+    summary = await runtime.run(runtime.start_session("loop").session_id)
+    assert summary.stop_reason is StopReason.LOOP_DETECTED
+    assert len(tools.ran) == 2
+    third = summary.session.steps[2].observations[0]
+    assert third.is_error and "3 times in a row" in third.output
+
+
+@pytest.mark.asyncio
+async def test_step_budget_finishes_with_max_turn_requests() -> None:
+    replies = [action(call("echo", n, text=str(n))) for n in range(3)]
+    runtime, _ = build(ScriptedModel(*replies), Tools(ECHO), max_steps=3)
+    summary = await runtime.run(runtime.start_session("budget").session_id)
+    assert summary.stop_reason is StopReason.MAX_TURN_REQUESTS
+    assert summary.session.stop_reason is StopReason.MAX_TURN_REQUESTS and len(summary.session.steps) == 3
+
+
+@pytest.mark.asyncio
+async def test_model_error_ends_the_step_and_leaves_the_session_ready() -> None:
+    model = ScriptedModel(LLMError("http://x/v1/chat/completions answered 500", status=500), answer("ok"))
+    runtime, events = build(model, Tools(ECHO))
+    session = runtime.start_session("t")
+    failed = await runtime.step(session.session_id)
+    assert failed.stop_reason is StopReason.ERROR and "500" in (failed.error or "")
+    assert session.status is SessionStatus.READY and session.steps == []
+    assert any(e.update.get("message", "").endswith("500") for e in events)
+    assert (await runtime.step(session.session_id)).final_answer == "ok"
+
+
+@pytest.mark.asyncio
+async def test_cancel_during_model_call_and_during_tool() -> None:
+    model = ScriptedModel(action(call("echo", 1, text="slow")), action(call("echo", 2, text="b")), answer("ok"),
+                          delay=0.05)
+    tools = Tools(ECHO, delay=5)
+    runtime, _ = build(model, tools)
+    session = runtime.start_session("t")
+    stepping = asyncio.create_task(runtime.step(session.session_id))
+    await asyncio.sleep(0.01)
+    with pytest.raises(SessionBusy):
+        await runtime.step(session.session_id)
+    assert runtime.cancel(session.session_id)
+    cancelled = await stepping
+    assert cancelled.stop_reason is StopReason.CANCELLED and session.steps == []
+
+    stepping = asyncio.create_task(runtime.step(session.session_id))
+    while not tools.ran:
+        await asyncio.sleep(0.01)
+    runtime.cancel(session.session_id)
+    in_tool = await stepping
+    assert in_tool.stop_reason is StopReason.CANCELLED
+    assert in_tool.observations[0].is_error and "Cancelled" in in_tool.observations[0].output
+    assert session.messages[-1].role is Role.TOOL and session.status is SessionStatus.READY
+    tools.delay = 0
+    assert (await runtime.step(session.session_id)).observations[0].output == '{"text": "b"}'
+
+
+class Approver:
+    def __init__(self, decision: tuple[Decision, str | None] | None) -> None:
+        self.decision = decision
+        self.asked: list[str] = []
+
+    async def request_permission(self, session: AgentSession, call: ToolCall,
+                                 spec: ToolSpec) -> tuple[Decision, str | None] | None:
+        self.asked.append(call.name)
+        return self.decision
+
+
+@pytest.mark.asyncio
+async def test_step_pauses_for_approval_until_a_decision_arrives() -> None:
+    tools = Tools(RISKY)
+    model = ScriptedModel(action(call("wipe", 1)), answer("wiped"))
+    runtime = AgentRuntime(model, tools, approver=Approver(None))
+    session = runtime.start_session("wipe it")
+    paused = await runtime.step(session.session_id)
+    assert session.status is SessionStatus.AWAITING_APPROVAL and paused.stop_reason is None and not tools.ran
+    runtime.approve(session.session_id, "c1", Decision.ALLOW_ONCE)
+    resumed = await runtime.step(session.session_id)
+    assert resumed.index == 0 and tools.ran and not resumed.observations[0].is_error
+    assert (await runtime.step(session.session_id)).final_answer == "wiped"
+
+
+@pytest.mark.asyncio
+async def test_run_waits_for_the_client_answer_and_rejection_reaches_the_model() -> None:
+    tools = Tools(RISKY)
+    model = ScriptedModel(action(call("wipe", 1)), action(call("wipe", 2)), answer("left alone"))
+    approver = Approver((Decision.REJECT_ALWAYS, "not today"))
+    runtime = AgentRuntime(model, tools, approver=approver)
+    summary = await runtime.run(runtime.start_session("wipe it").session_id)
+    assert summary.stop_reason is StopReason.END_TURN and not tools.ran
+    first = summary.session.steps[0].observations[0]
+    assert first.is_error and "declined" in first.output and "not today" in first.output
+    assert approver.asked == ["wipe"]  # reject_always held for the second call
+
+
+@pytest.mark.asyncio
+async def test_unknown_session() -> None:
+    runtime, _ = build(ScriptedModel(), Tools())
+    with pytest.raises(UnknownSession):
+        await runtime.step("nope")
