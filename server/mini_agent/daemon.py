@@ -50,12 +50,21 @@ class Daemon:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
         self.runtime = AgentRuntime(self.llm, self.registry, defaults=defaults, events=self._on_update,
                                     approver=self)
+        self._watchers: dict[str, list[Callable[[AgentUpdate], None]]] = {}
+
+    def watch(self, session_id: str, callback: Callable[[AgentUpdate], None]) -> Callable[[], None]:
+        """Also send a session's updates to `callback` (e.g. a $/progress reporter); returns the undo."""
+        callbacks = self._watchers.setdefault(session_id, [])
+        callbacks.append(callback)
+        return lambda: callbacks.remove(callback)
 
     def tools_changed(self) -> None:
         self._notify("agent/toolsChanged", {"tools": [wire.tool_spec(spec) for spec in self.registry.list()]})
 
     def _on_update(self, update: AgentUpdate) -> None:
         self._notify("agent/update", {"sessionId": update.session_id, "step": update.step, "update": update.update})
+        for callback in list(self._watchers.get(update.session_id, ())):
+            callback(update)
 
     async def request_permission(
         self, session: AgentSession, call: ToolCall, spec: ToolSpec

@@ -8,10 +8,12 @@ agent request arrives, so `initialize` is answered as fast as a bare pygls serve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Generator
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from cattrs import Converter
 
     from .daemon import Daemon
+    from .runtime import AgentUpdate
     from .params import (
         ApproveParams,
         ListSessionsParams,
@@ -335,7 +338,9 @@ async def step(daemon: Daemon, p: StepParams) -> dict[str, Any]:
     from . import wire
 
     runtime = daemon.runtime
-    record = await _cancellable(runtime.step(p.session_id), lambda: runtime.cancel(p.session_id))
+    session = runtime.get(p.session_id)
+    async with _progress(daemon, p.session_id, p.work_done_token, f"mini-agent step {len(session.steps) + 1}"):
+        record = await _cancellable(runtime.step(p.session_id), lambda: runtime.cancel(p.session_id))
     return wire.step_result(runtime.get(p.session_id), record)
 
 
@@ -344,9 +349,11 @@ async def run(daemon: Daemon, p: RunParams) -> dict[str, Any]:
     from . import wire
 
     runtime = daemon.runtime
-    summary = await _cancellable(
-        runtime.run(p.session_id, max_steps=p.max_steps), lambda: runtime.cancel(p.session_id)
-    )
+    token = p.work_done_token if p.work_done_token is not None else await _server_progress_token()
+    async with _progress(daemon, p.session_id, token, f"mini-agent: {runtime.get(p.session_id).task[:60]}"):
+        summary = await _cancellable(
+            runtime.run(p.session_id, max_steps=p.max_steps), lambda: runtime.cancel(p.session_id)
+        )
     session = summary.session
     return {
         "sessionId": session.session_id,
@@ -358,6 +365,57 @@ async def run(daemon: Daemon, p: RunParams) -> dict[str, Any]:
         "error": summary.last.error,
         "usage": wire.usage(session.usage),
     }
+
+
+async def _server_progress_token() -> str | None:
+    """A token of our own when the client can show server-initiated progress (LSP window capability)."""
+    window = server.client_capabilities.window
+    if window is None or not window.work_done_progress:
+        return None
+    token = f"mini-agent-{uuid.uuid4().hex[:12]}"
+    try:
+        await server.work_done_progress.create_async(token)
+    except Exception:  # the client refused: run without a spinner
+        return None
+    return token
+
+
+@contextlib.asynccontextmanager
+async def _progress(daemon: Daemon, session_id: str, token: str | int | None, title: str) -> AsyncIterator[None]:
+    """Mirror a session's updates as standard $/progress begin/report/end, one short line each."""
+    if token is None:
+        yield
+        return
+    progress = server.work_done_progress
+    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting"))
+    last: dict[str, str] = {"message": "done"}
+
+    def report(update: AgentUpdate) -> None:
+        message = _progress_line(update)
+        if message is not None:
+            last["message"] = message
+            progress.report(token, types.WorkDoneProgressReport(message=message))
+
+    unwatch = daemon.watch(session_id, report)
+    try:
+        yield
+    finally:
+        unwatch()
+        progress.end(token, types.WorkDoneProgressEnd(message=last["message"]))
+
+
+def _progress_line(update: AgentUpdate) -> str | None:
+    body, step_no = update.update, update.step + 1
+    kind = body["kind"]
+    if kind == "tool_call":
+        return f"step {step_no} · {body['name']} …"
+    if kind == "status" and body.get("status") == "running":
+        return f"step {step_no} · thinking …"
+    if kind == "status" and body.get("status") == "awaiting_approval":
+        return f"step {step_no} · waiting for approval"
+    if kind == "status" and body.get("stopReason"):
+        return f"{body['stopReason']}" + (f": {body['message']}" if body.get("message") else "")
+    return None
 
 
 @method("agent/cancel", "SessionParams")

@@ -1,19 +1,107 @@
-"""The `mini-agent` command line."""
+"""The `mini-agent` command line: serve the daemon, or drive one from a terminal or a script.
+
+    mini-agent ask "How many lines does tools.py have?" --tools tools.py --base-url http://127.0.0.1:8000/v1
+    echo "task" | mini-agent ask - --tools tools.py --json | jq -r 'select(.kind=="result") | .finalAnswer'
+    mini-agent tools tools.py                  # the reflected schemas, as JSON
+    mini-agent sessions --status awaiting_approval
+    mini-agent sessions approve SESSION CALL allow_once && mini-agent sessions resume SESSION
+
+Exit codes: 0 the agent answered, 1 it did not (model server down, step budget, loop, a refused
+tool file), 2 bad usage, 130 cancelled with Ctrl-C (the session is cancelled, not killed: it stays
+`ready` and `sessions resume` goes on with it).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
+import os
+import signal
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .client import RESULT, AgentClient
+from .rpc import ConnectionClosed, RpcError
+
+if TYPE_CHECKING:
+    from .render import View
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+DECISIONS = ("allow_once", "allow_always", "reject_once", "reject_always")
+KEYS = {"o": "allow_once", "a": "allow_always", "r": "reject_once", "n": "reject_always"}
+STATUSES = ("ready", "running", "awaiting_approval", "finished")
+
+
+class UsageError(Exception):
+    """A mistake in the command line that argparse cannot see (exit 2)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mini-agent", description="Run tool-using LLM agents from editors.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("serve", help="run the daemon on stdio (what editors start)")
+    serve = commands.add_parser("serve", help="run the daemon on stdio (what editors start)")
+    serve.add_argument("--ndjson", action="store_true",
+                       help="one JSON message per line instead of LSP Content-Length framing")
     demo = commands.add_parser("demo", help="the seed scenario against a replayed model")
     demo.add_argument("--tool-mode", choices=["react", "native"], default="react")
+
+    ask = commands.add_parser("ask", help="run one task with a model and workspace tools")
+    ask.add_argument("task", help='the task; "-" reads it from stdin')
+    ask.add_argument("--tools", nargs="+", default=[], metavar="FILE",
+                     help="workspace Python files to use as tools")
+    ask.add_argument("--max-steps", type=_positive, help="the session's step budget")
+    _run_options(ask)
+
+    tools = commands.add_parser("tools", help="print the JSON schemas reflected from tool files")
+    tools.add_argument("files", nargs="+", metavar="FILE")
+    _root_option(tools)
+
+    sessions = commands.add_parser("sessions", help="list, show, resume and approve stored sessions")
+    sessions.add_argument("--status", choices=STATUSES)
+    sessions.add_argument("--json", action="store_true", help="print JSON")
+    _root_option(sessions)
+    actions = sessions.add_subparsers(dest="action")
+    show = actions.add_parser("show", help="a session's steps")
+    show.add_argument("session_id")
+    show.add_argument("--json", action="store_true", help="print the session as JSON")
+    _root_option(show)
+    resume = actions.add_parser("resume", help="run a stored session on")
+    resume.add_argument("session_id")
+    _run_options(resume)
+    approve = actions.add_parser("approve", help="decide on a tool call awaiting approval")
+    approve.add_argument("session_id")
+    approve.add_argument("tool_call_id")
+    approve.add_argument("decision", choices=DECISIONS)
+    approve.add_argument("--reason")
+    _root_option(approve)
     return parser
+
+
+def _root_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", type=Path, default=argparse.SUPPRESS,
+                        help="the workspace (default: the current directory)")
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    _root_option(parser)
+    parser.add_argument("--base-url", help="OpenAI-compatible server (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--model", help="model name (default: $MINI_AGENT_MODEL)")
+    parser.add_argument("--tool-mode", choices=["react", "native", "auto"])
+    parser.add_argument("--json", action="store_true", help="print one JSON event per line (NDJSON)")
+    parser.add_argument("--approve", choices=["ask", "all", "none"],
+                        help="tools that need approval: ask in the terminal (default there), allow all, or "
+                             "reject all (default without a terminal)")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,11 +109,285 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from mini_agent.server import main as serve
 
-        serve()
-        return 0
-    from .demo import run_demo
+        if args.ndjson:
+            serve(ndjson=True)
+        else:
+            serve()
+        return EXIT_OK
+    if args.command == "demo":
+        from .demo import run_demo
 
-    return asyncio.run(run_demo(tool_mode=args.tool_mode))
+        return asyncio.run(run_demo(tool_mode=args.tool_mode))
+    try:
+        return asyncio.run(COMMANDS[args.command](args))
+    except UsageError as exc:
+        print(f"mini-agent: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RpcError as exc:
+        print(f"mini-agent: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
+    except ConnectionClosed:
+        print("mini-agent: the daemon exited unexpectedly (its messages are above)", file=sys.stderr)
+        return EXIT_FAILED
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+async def ask_command(args: argparse.Namespace) -> int:
+    task = _task(args.task)
+    root = _root(args)
+    files = [_tool_path(name, root) for name in args.tools]
+    fields = {"max_steps": args.max_steps} if args.max_steps else {}
+    with CtrlC() as ctrl_c:
+        async with _client(args, root) as (client, runner):
+            for path in files:
+                await client.register_tool(path)
+            session_id = await client.start_session(task, **fields)
+            return await runner(session_id, ctrl_c)
+    return EXIT_CANCELLED  # the first Ctrl-C came before the session existed
+
+
+async def tools_command(args: argparse.Namespace) -> int:
+    root = _root(args)
+    files = [_tool_path(name, root) for name in args.files]
+    async with AgentClient.spawn(root=root, options={"store": {"enabled": False}}) as client:
+        tools = [tool for path in files for tool in await client.register_tool(path)]
+    print(json.dumps(tools, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+async def sessions_command(args: argparse.Namespace) -> int:
+    root = _root(args)
+    if args.action == "resume":
+        with CtrlC() as ctrl_c:
+            async with _client(args, root) as (client, runner):
+                if "agent/resumeSession" in client.methods:
+                    await client.call("agent/resumeSession", {"sessionId": args.session_id})
+                return await runner(args.session_id, ctrl_c)
+        return EXIT_CANCELLED
+    async with AgentClient.spawn(root=root) as client:
+        if args.action == "approve":
+            await client.approve(args.session_id, args.tool_call_id, args.decision, args.reason)
+            print(f"{args.decision} recorded; `mini-agent sessions resume {args.session_id}` goes on")
+        elif args.action == "show":
+            _show_session(await client.get_session(args.session_id), as_json=args.json)
+        else:
+            _list_sessions(await client.list_sessions(args.status), as_json=args.json)
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = {
+    "ask": ask_command,
+    "tools": tools_command,
+    "sessions": sessions_command,
+}
+
+
+# -- running a session -------------------------------------------------------------------------
+
+Runner = Callable[[str, "CtrlC"], Awaitable[int]]
+
+
+@contextlib.asynccontextmanager
+async def _client(args: argparse.Namespace, root: Path) -> AsyncIterator[tuple[AgentClient, Runner]]:
+    """A daemon set up for this command's model options, and a function that runs a session on it."""
+    from .render import JsonView, LiveView
+
+    interactive = sys.stdin.isatty() and sys.stdout.isatty() and not args.json
+    policy = args.approve or ("ask" if interactive else "none")
+    if policy == "ask" and not interactive:
+        raise UsageError("--approve ask needs a terminal; use --approve all or --approve none")
+    view: View
+    if args.json:
+        view = JsonView()
+    else:
+        from rich.console import Console
+
+        view = LiveView(Console())
+    async with AgentClient.spawn(root=root, options=_options(args)) as client:
+        client.on_permission(Approver(policy, view))
+
+        async def run(session_id: str, ctrl_c: CtrlC) -> int:
+            ctrl_c.cancel = lambda: client.cancel(session_id)
+            result: dict[str, Any] = {}
+            try:
+                async for event in client.run(session_id=session_id):
+                    view.show(event)
+                    if event.kind == RESULT:
+                        result = event.data
+            finally:
+                view.close()
+            return _outcome(result, interrupted=ctrl_c.count > 0)
+
+        yield client, run
+
+
+class CtrlC:
+    """The first Ctrl-C cancels the session, whose run then ends normally with stopReason "cancelled";
+    a second one (or one before there is a session to cancel) stops the command at once."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.cancel: Callable[[], Awaitable[None]] | None = None
+        self._main: asyncio.Task[Any] | None = None
+        self._pending: set[asyncio.Future[None]] = set()
+
+    def __enter__(self) -> CtrlC:
+        self._main = asyncio.current_task()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._interrupt)
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        return exc[0] is asyncio.CancelledError and self.count > 0
+
+    def _interrupt(self) -> None:
+        self.count += 1
+        if self.count == 1 and self.cancel is not None:
+            future = asyncio.ensure_future(self.cancel())
+            self._pending.add(future)
+            future.add_done_callback(self._pending.discard)
+        elif self._main is not None:
+            self._main.cancel()
+
+
+class Approver:
+    """Answers `agent/requestPermission`: by policy, or by asking the person at the terminal."""
+
+    def __init__(self, policy: str, view: View) -> None:
+        self.policy = policy
+        self.view = view
+
+    async def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
+        call = params.get("toolCall") or {}
+        if self.policy == "all":
+            decision = "allow_once"
+        elif self.policy == "none":
+            decision = "reject_once"
+        else:
+            decision = await self._ask(params)
+        self.view.note("permission", sessionId=params.get("sessionId"), toolCallId=call.get("id"),
+                       tool=call.get("name"), decision=decision)
+        return {"decision": decision}
+
+    async def _ask(self, params: dict[str, Any]) -> str:
+        from .render import LiveView, permission_panel
+
+        assert isinstance(self.view, LiveView), "asking needs the terminal view"
+        view = self.view
+        view.pause()
+        try:
+            view.console.print(permission_panel(params))
+            while True:
+                view.console.print("decision [o/a/r/n]: ", end="")
+                answer = (await _read_stdin_line()).strip().lower()
+                if not answer:  # end of input: no one to ask
+                    return "reject_once"
+                if answer[0] in KEYS:
+                    return KEYS[answer[0]]
+        finally:
+            view.resume()
+
+
+async def _read_stdin_line() -> str:
+    """A line from the terminal without blocking the loop (the daemon keeps streaming meanwhile)."""
+    loop = asyncio.get_running_loop()
+    fd = sys.stdin.fileno()
+    ready: asyncio.Future[str] = loop.create_future()
+
+    def on_readable() -> None:
+        loop.remove_reader(fd)
+        if not ready.done():
+            ready.set_result(os.read(fd, 4096).decode(errors="replace"))
+
+    loop.add_reader(fd, on_readable)
+    try:
+        return await ready
+    finally:
+        loop.remove_reader(fd)
+
+
+def _outcome(result: dict[str, Any], *, interrupted: bool) -> int:
+    reason = result.get("stopReason")
+    if interrupted or reason == "cancelled":
+        print("mini-agent: cancelled", file=sys.stderr)
+        return EXIT_CANCELLED
+    if reason == "end_turn":
+        return EXIT_OK
+    messages = {
+        "error": f"the model server failed: {result.get('error')}",
+        "max_turn_requests": f"no answer within the step budget ({result.get('steps')} steps)",
+        "loop_detected": "stopped: the model kept repeating the same tool call",
+    }
+    fallback = f"the session ended as {result.get('status')}"
+    print(f"mini-agent: {messages.get(reason or '', fallback)}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+
+def _task(text: str) -> str:
+    task = sys.stdin.read().rstrip("\n") if text == "-" else text
+    if not task.strip():
+        raise UsageError("the task is empty")
+    return task
+
+
+def _root(args: argparse.Namespace) -> Path:
+    root: Path = getattr(args, "root", Path.cwd())
+    if not root.is_dir():
+        raise UsageError(f"--root {root}: not a directory")
+    return root.resolve()
+
+
+def _tool_path(name: str, root: Path) -> str:
+    """A tool file as the daemon wants it: relative to the workspace when it is inside it."""
+    path = Path(name).resolve()
+    if not path.is_file():
+        raise UsageError(f"{name}: no such file")
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """initializationOptions from the flags, then the environment (OPENAI_BASE_URL, OPENAI_API_KEY,
+    MINI_AGENT_MODEL); whatever neither gives is left to the daemon's defaults."""
+    env = os.environ
+    llm = {
+        "baseUrl": args.base_url or env.get("OPENAI_BASE_URL"),
+        "apiKey": env.get("OPENAI_API_KEY"),
+        "model": args.model or env.get("MINI_AGENT_MODEL"),
+        "toolMode": args.tool_mode,
+    }
+    return {"llm": {key: value for key, value in llm.items() if value}}
+
+
+def _show_session(session: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(session, indent=2, ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    from .render import LiveView, replay_session
+
+    console = Console()
+    console.print(f"[bold]task[/bold] {session.get('task')}")
+    view = LiveView(Console(force_terminal=False, no_color=not console.is_terminal))
+    for event in replay_session(session):
+        view.show(event)
+
+
+def _list_sessions(sessions: list[dict[str, Any]], *, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(sessions, indent=2, ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    from .render import sessions_table
+
+    console = Console()
+    console.print(sessions_table(sessions) if sessions else "no sessions")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,23 @@
 """An async client for the mini-agent daemon: spawn it, register tools, run sessions, read events.
 
-    async with AgentClient.spawn(root="path/to/workspace") as client:
-        await client.register_tool("tools.py")
-        async for event in client.run("How many lines does tools.py have?"):
-            print(event.kind, event.data)
+    import asyncio
+    from mini_agent_client import AgentClient
+
+    async def main() -> None:
+        options = {"llm": {"baseUrl": "http://127.0.0.1:8000/v1", "model": "qwen"}}
+        async with AgentClient.spawn(root="path/to/workspace", options=options) as client:
+            await client.register_tool("tools.py")
+            async for event in client.run("How many lines does tools.py have?"):
+                if event.kind == "agent_thought_chunk":
+                    print(event.text, end="")
+                elif event.kind == "result":
+                    print("\\nanswer:", event.final_answer)
+
+    asyncio.run(main())
+
+The daemon is a child process speaking JSON-RPC on its stdio, started in its own process group so
+that a Ctrl-C in the terminal reaches this program (which then cancels the session politely), not
+the daemon.
 """
 
 from __future__ import annotations
@@ -15,29 +29,90 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from .rpc import Connection
+from .rpc import Connection, Tap
 
 PermissionHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+ToolHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+THOUGHT = "agent_thought_chunk"
+TOOL_CALL = "tool_call"
+TOOL_CALL_UPDATE = "tool_call_update"
+MESSAGE = "agent_message_chunk"
+USAGE = "usage_update"
+STATUS = "status"
+RESULT = "result"
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One thing that happened in a session: an `agent/update` (kind as in ACP) or the run's `result`."""
+    """One thing that happened in a session: an `agent/update` (kind as in ACP) or the run's `result`.
+
+    `data` is the update (or the `agent/run` result) as it came off the wire, less `kind`; the
+    properties read the fields each kind carries and give None where a kind lacks them.
+    """
 
     kind: str
     session_id: str
     step: int
     data: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def text(self) -> str:
+        """The streamed piece (thought chunk) or the final answer (message chunk)."""
+        return str(self.data.get("text", ""))
 
-def daemon_command() -> list[str]:
+    @property
+    def tool_call_id(self) -> str | None:
+        return self.data.get("toolCallId")
+
+    @property
+    def tool_name(self) -> str | None:
+        return self.data.get("name")
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        arguments: dict[str, Any] = self.data.get("arguments") or {}
+        return arguments
+
+    @property
+    def status(self) -> str | None:
+        """A tool call's status (tool_call, tool_call_update) or the session's (status, result)."""
+        return self.data.get("status")
+
+    @property
+    def observation(self) -> dict[str, Any] | None:
+        """`{toolCallId, toolName, output, isError, elapsedMs, ...}` on a finished tool_call_update."""
+        return self.data.get("observation")
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self.data.get("stopReason")
+
+    @property
+    def final_answer(self) -> str | None:
+        return self.data.get("finalAnswer")
+
+    @property
+    def error(self) -> str | None:
+        """The model server's failure (result) or the step's message (status)."""
+        return self.data.get("error") or self.data.get("message")
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as one flat JSON object (what `mini-agent ask --json` prints per line)."""
+        return {"kind": self.kind, "sessionId": self.session_id, "step": self.step, **self.data}
+
+
+def daemon_command(*, ndjson: bool = False) -> list[str]:
+    if ndjson:
+        return [sys.executable, "-m", "mini_agent_client.cli", "serve", "--ndjson"]
     return [sys.executable, "-m", "mini_agent"]
 
 
 class AgentClient:
+    """One daemon connection. Build it with `AgentClient.spawn(...)` (see the module docstring)."""
+
     def __init__(self, process: asyncio.subprocess.Process, connection: Connection) -> None:
         self.process = process
         self.connection = connection
@@ -54,18 +129,25 @@ class AgentClient:
         command: Sequence[str] | None = None,
         stderr: int | None = None,
         env: dict[str, str] | None = None,
+        ndjson: bool = False,
+        tap: Tap | None = None,
     ) -> AsyncIterator[AgentClient]:
-        """Start a daemon over stdio, initialize it for `root`, and shut it down on exit."""
+        """Start a daemon over stdio, initialize it for `root`, and shut it down on exit.
+
+        `options` are the `initializationOptions` (docs/protocol.md); `ndjson` speaks newline-delimited
+        JSON to `mini-agent serve --ndjson` instead of LSP framing; `tap` sees every message.
+        """
         process = await asyncio.create_subprocess_exec(
-            *(command or daemon_command()),
+            *(command or daemon_command(ndjson=ndjson)),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,
             env=env,
             limit=2**24,
+            process_group=0,
         )
         assert process.stdin is not None and process.stdout is not None
-        connection = Connection(process.stdout, process.stdin)
+        connection = Connection(process.stdout, process.stdin, ndjson=ndjson, tap=tap)
         connection.start()
         client = cls(process, connection)
         try:
@@ -86,6 +168,13 @@ class AgentClient:
         self.capabilities = result.get("capabilities", {})
         await self.connection.notify("initialized", {})
 
+    @property
+    def methods(self) -> list[str]:
+        """The agent/* methods this daemon advertises (`capabilities.experimental.agent.methods`)."""
+        agent = (self.capabilities.get("experimental") or {}).get("agent") or {}
+        methods: list[str] = agent.get("methods", [])
+        return methods
+
     async def close(self) -> None:
         if self.process.returncode is None:
             with contextlib.suppress(Exception):
@@ -98,47 +187,73 @@ class AgentClient:
                 await self.process.wait()
         await self.connection.close()
 
-    async def __aenter__(self) -> AgentClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     # -- methods --------------------------------------------------------------------------------
 
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        return await self.connection.request(method, params or {})
+
     async def register_tool(self, path: str, **fields: Any) -> list[dict[str, Any]]:
-        result = await self.connection.request("agent/registerTool", {"path": path, **_camel(fields)})
+        """Register the public functions of a workspace file (or `function=`); returns their schemas."""
+        result = await self.call("agent/registerTool", {"path": path, **_camel(fields)})
+        tools: list[dict[str, Any]] = result["tools"]
+        return tools
+
+    async def register_client_tool(self, name: str, description: str, input_schema: dict[str, Any],
+                                   **fields: Any) -> list[dict[str, Any]]:
+        """A tool this program runs itself: the daemon asks for it with `agent/executeTool`."""
+        params = {"name": name, "description": description, "inputSchema": input_schema, "client": True}
+        result = await self.call("agent/registerTool", {**params, **_camel(fields)})
         tools: list[dict[str, Any]] = result["tools"]
         return tools
 
     async def list_tools(self) -> list[dict[str, Any]]:
-        tools: list[dict[str, Any]] = (await self.connection.request("agent/listTools", {}))["tools"]
+        tools: list[dict[str, Any]] = (await self.call("agent/listTools"))["tools"]
         return tools
 
     async def start_session(self, task: str, **fields: Any) -> str:
-        result = await self.connection.request("agent/startSession", {"task": task, **_camel(fields)})
+        """`fields`: system_prompt, tools, llm, max_steps (snake_case here, camelCase on the wire)."""
+        result = await self.call("agent/startSession", {"task": task, **_camel(fields)})
         session_id: str = result["sessionId"]
         return session_id
 
     async def step(self, session_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.connection.request("agent/step", {"sessionId": session_id})
+        result: dict[str, Any] = await self.call("agent/step", {"sessionId": session_id})
         return result
 
     async def cancel(self, session_id: str) -> None:
-        await self.connection.request("agent/cancel", {"sessionId": session_id})
+        await self.call("agent/cancel", {"sessionId": session_id})
 
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        return await self.connection.request(method, params or {})
+    async def approve(self, session_id: str, tool_call_id: str, decision: str,
+                      reason: str | None = None) -> None:
+        """`decision`: allow_once | allow_always | reject_once | reject_always."""
+        params = _drop_none(sessionId=session_id, toolCallId=tool_call_id, decision=decision, reason=reason)
+        await self.call("agent/approve", params)
+
+    async def list_sessions(self, status: str | None = None) -> list[dict[str, Any]]:
+        result = await self.call("agent/listSessions", _drop_none(status=status))
+        sessions: list[dict[str, Any]] = result["sessions"]
+        return sessions
+
+    async def get_session(self, session_id: str) -> dict[str, Any]:
+        session: dict[str, Any] = await self.call("agent/getSession", {"sessionId": session_id})
+        return session
 
     def on_permission(self, handler: PermissionHandler) -> None:
         """Answer `agent/requestPermission` with `{decision, reason?}`."""
         self.connection.on_request("agent/requestPermission", handler)
 
+    def on_execute_tool(self, handler: ToolHandler) -> None:
+        """Run client tools: `handler({sessionId, toolCallId, name, arguments})` returns the observation
+        (a string, or any JSON value); raising makes it an error observation."""
+        self.connection.on_request("agent/executeTool", handler)
+
     async def run(self, task: str | None = None, *, session_id: str | None = None,
                   **fields: Any) -> AsyncIterator[Event]:
-        """Start (or continue) a session and yield its events as they stream, then one `result` event."""
+        """Start a session (or continue `session_id`) and yield its events as they stream, then `result`.
+
+        Leaving the loop early cancels the session's run. To stop it from outside and still get the
+        `result` (stopReason "cancelled"), call `cancel(event.session_id)` and keep iterating.
+        """
         if session_id is None:
             if task is None:
                 raise ValueError("give a task or a session_id")
@@ -151,7 +266,7 @@ class AgentClient:
                 queue.put_nowait(Event(update.pop("kind", "?"), session_id, params.get("step", 0), update))
 
         unsubscribe = self.connection.on_notification("agent/update", on_update)
-        request = asyncio.ensure_future(self.connection.request("agent/run", {"sessionId": session_id}))
+        request = asyncio.ensure_future(self.call("agent/run", {"sessionId": session_id}))
         try:
             while not request.done() or not queue.empty():
                 getter = asyncio.ensure_future(queue.get())
@@ -161,7 +276,7 @@ class AgentClient:
                 else:
                     getter.cancel()
             result: dict[str, Any] = request.result()
-            yield Event("result", session_id, result.get("steps", 0), result)
+            yield Event(RESULT, session_id, result.get("steps", 0), result)
         finally:
             unsubscribe()
             if not request.done():
@@ -176,3 +291,7 @@ def _camel(fields: dict[str, Any]) -> dict[str, Any]:
         head, *rest = key.split("_")
         out[head + "".join(part.title() for part in rest)] = value
     return out
+
+
+def _drop_none(**fields: Any) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}

@@ -68,8 +68,8 @@ def _show(event: Event, out: TextIO) -> None:
         out.write(data.get("text", ""))
         out.flush()
     elif event.kind == "tool_call":
-        print(f"\n[step {step}] call   {data['name']} {data.get('rawArguments') or json.dumps(data['arguments'])}",
-              file=out)
+        arguments = data.get("rawArguments") or json.dumps(data["arguments"])
+        print(f"\n[step {step}] call   {data['name']} {arguments}", file=out)
     elif event.kind == "tool_call_update" and "observation" in data:
         obs = data["observation"]
         label = "error " if obs["isError"] else "result"

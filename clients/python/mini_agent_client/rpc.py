@@ -1,8 +1,10 @@
-"""A small JSON-RPC 2.0 connection over a byte stream, LSP-framed (Content-Length headers).
+"""A small JSON-RPC 2.0 connection over a byte stream, LSP-framed (Content-Length headers) or
+newline-delimited (`mini-agent serve --ndjson`).
 
 Requests get futures, notifications go to per-method handlers, and requests from the peer (the
 daemon asking for a permission, or for a client-side tool) go to async handlers whose return value
-is the answer.
+is the answer. A `tap` sees every message in both directions, as parsed JSON (for logs and for
+checking the traffic against docs/protocol.schema.json).
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 log = logging.getLogger(__name__)
 
 NotificationHandler = Callable[[dict[str, Any]], None]
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+Direction = Literal["send", "recv"]
+Tap = Callable[[Direction, dict[str, Any]], None]
 
 
 class RpcError(Exception):
@@ -34,9 +38,18 @@ class ConnectionClosed(Exception):
     pass
 
 
+def _body(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    body = _body(message)
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def line(message: dict[str, Any]) -> bytes:
+    """One NDJSON line: JSON strings escape newlines, so the body never contains one."""
+    return _body(message) + b"\n"
 
 
 async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
@@ -59,16 +72,40 @@ async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     return message
 
 
+async def read_line(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+    """One NDJSON message (blank lines skipped), or None at end of stream."""
+    while raw := await reader.readline():
+        if raw.strip():
+            message: dict[str, Any] = json.loads(raw)
+            return message
+    return None
+
+
+def _message(method: str, params: Any, msg_id: int | str | None = None) -> dict[str, Any]:
+    """A request (with an id) or a notification; `params` left out when there are none, as JSON-RPC wants."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if msg_id is not None:
+        message["id"] = msg_id
+    if params is not None:
+        message["params"] = params
+    return message
+
+
 class Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+                 ndjson: bool = False, tap: Tap | None = None) -> None:
         self._reader = reader
         self._writer = writer
+        self._encode = line if ndjson else frame
+        self._decode = read_line if ndjson else read_frame
+        self._tap = tap
         self._next_id = 0
         self._pending: dict[int | str, asyncio.Future[Any]] = {}
         self._notification_handlers: dict[str, list[NotificationHandler]] = {}
         self._request_handlers: dict[str, RequestHandler] = {}
         self._reader_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
 
     def start(self) -> None:
         self._reader_task = asyncio.create_task(self._read_loop())
@@ -90,28 +127,33 @@ class Connection:
         msg_id = self.next_id() if msg_id is None else msg_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = future
-        await self._send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         try:
+            await self._send(_message(method, params, msg_id))
             return await future
         finally:
             self._pending.pop(msg_id, None)
 
     async def notify(self, method: str, params: Any = None) -> None:
-        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+        await self._send(_message(method, params))
 
     async def _send(self, message: dict[str, Any]) -> None:
-        if self._writer.is_closing():
-            raise ConnectionClosed("the daemon's stdin is closed")
-        self._writer.write(frame(message))
+        if self.closed or self._writer.is_closing():
+            raise ConnectionClosed("the daemon closed the connection")
+        if self._tap is not None:
+            self._tap("send", message)
+        self._writer.write(self._encode(message))
         await self._writer.drain()
 
     async def _read_loop(self) -> None:
         try:
-            while (message := await read_frame(self._reader)) is not None:
+            while (message := await self._decode(self._reader)) is not None:
+                if self._tap is not None:
+                    self._tap("recv", message)
                 self._dispatch(message)
         except (asyncio.IncompleteReadError, ConnectionError, json.JSONDecodeError) as exc:
             log.debug("connection ended: %s", exc)
         finally:
+            self.closed = True
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(ConnectionClosed("the daemon closed the connection"))
@@ -124,7 +166,8 @@ class Connection:
                 return
             if "error" in message:
                 error = message["error"]
-                future.set_exception(RpcError(error.get("code", 0), error.get("message", ""), error.get("data")))
+                code, text = error.get("code", 0), error.get("message", "")
+                future.set_exception(RpcError(code, text, error.get("data")))
             else:
                 future.set_result(message.get("result"))
         elif "id" in message:

@@ -1,0 +1,229 @@
+--- One daemon per workspace root, started with the built-in LSP client and attached to no buffer.
+---
+--- Work asked for before the daemon has answered `initialize` waits in a queue, so callers never
+--- block: everything here takes a callback.
+local config = require('mini_agent.config')
+local log = require('mini_agent.log')
+
+local M = {}
+
+local HAS_0_11 = vim.fn.has('nvim-0.11') == 1
+local NOTIFY_LEVELS = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
+
+---@class mini_agent.Daemon
+---@field root string
+---@field id integer? the vim.lsp client id
+---@field ready boolean initialize answered
+---@field exited boolean
+---@field stopping boolean we asked it to stop
+---@field queue fun(daemon: mini_agent.Daemon?, err: string?)[]
+---@field agent table? capabilities.experimental.agent
+---@field tools table[] the last agent/toolsChanged
+
+---@type table<string, mini_agent.Daemon>
+local daemons = {}
+
+--- 0.11 wants `client:method(...)`; 0.10 has only `client.method(...)`.
+local function call(client, name, ...)
+  if HAS_0_11 then
+    return client[name](client, ...)
+  end
+  return client[name](...)
+end
+
+local function flush(daemon, err)
+  local queue = daemon.queue
+  daemon.queue = {}
+  for _, callback in ipairs(queue) do
+    if err then
+      callback(nil, err)
+    else
+      callback(daemon)
+    end
+  end
+end
+
+local function log_tail(lines)
+  local path = log.path()
+  if vim.fn.filereadable(path) == 0 then
+    return ''
+  end
+  local all = vim.fn.readfile(path, '', -lines)
+  return table.concat(all, '\n')
+end
+
+local function handlers()
+  return {
+    ['agent/update'] = function(_, params, ctx)
+      require('mini_agent.sessions').on_update(params, ctx.client_id)
+    end,
+    ['agent/toolsChanged'] = function(_, params, ctx)
+      require('mini_agent.sessions').on_tools_changed(params, ctx.client_id)
+    end,
+    ['agent/requestPermission'] = function(_, params, ctx)
+      return require('mini_agent.approval').handle(params, ctx)
+    end,
+    ['window/logMessage'] = log.on_log_message,
+    ['window/showMessage'] = function(_, params)
+      log.write('showMessage ' .. tostring(params.message))
+      vim.notify(params.message, NOTIFY_LEVELS[params.type] or vim.log.levels.INFO)
+    end,
+  }
+end
+
+local function on_exit(daemon, code, signal)
+  daemon.exited, daemon.ready = true, false
+  log.write(('daemon exited (code %s, signal %s)'):format(code, signal))
+  local why = ('the mini-agent daemon exited (code %s); its log (:MiniAgentLog) ends with:\n%s'):format(code, log_tail(5))
+  flush(daemon, why)
+  if not daemon.stopping then
+    require('mini_agent.sessions').on_daemon_exit(daemon.root, ('daemon exited (code %s), see :MiniAgentLog'):format(code))
+    if config.get().notify then
+      vim.notify(why, vim.log.levels.ERROR)
+    end
+  end
+end
+
+local function start(lsp_config)
+  if HAS_0_11 then
+    return vim.lsp.start(lsp_config, {
+      attach = false,
+      reuse_client = function()
+        return false
+      end,
+    })
+  end
+  return vim.lsp.start_client(lsp_config)
+end
+
+---@param root string
+---@return mini_agent.Daemon? daemon
+---@return string? err
+local function spawn(root)
+  local opts = config.get()
+  local cmd, why = config.cmd(root)
+  if not cmd then
+    return nil, why
+  end
+  local daemon = { root = root, ready = false, exited = false, stopping = false, queue = {}, tools = {} }
+  local env = vim.tbl_extend('force', { MINI_AGENT_LOG = opts.log_level, MINI_AGENT_LOG_FILE = log.path() }, opts.cmd_env or {})
+  log.write(('daemon starting in %s: %s'):format(root, table.concat(cmd, ' ')))
+  local ok, id = pcall(start, {
+    name = 'mini-agent',
+    cmd = log.wrap(cmd),
+    cmd_env = env,
+    cmd_cwd = root,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
+    init_options = config.init_options(),
+    handlers = handlers(),
+    on_init = function(client, result)
+      daemon.ready = true
+      daemon.agent = vim.tbl_get(result or {}, 'capabilities', 'experimental', 'agent')
+      log.write(('daemon ready: %s %s'):format(client.name, vim.tbl_get(result or {}, 'serverInfo', 'version') or ''))
+      flush(daemon)
+    end,
+    on_exit = function(code, signal)
+      vim.schedule(function()
+        on_exit(daemon, code, signal)
+      end)
+    end,
+  })
+  if not ok or not id then
+    return nil, ('could not start %s: %s'):format(table.concat(cmd, ' '), tostring(id))
+  end
+  daemon.id = id
+  return daemon
+end
+
+--- The running daemon for a root, if any.
+---@param root string
+---@return mini_agent.Daemon?
+function M.get(root)
+  local daemon = daemons[root]
+  if daemon and not daemon.exited then
+    return daemon
+  end
+end
+
+--- Call back with the daemon for a root once it is initialized, starting it if needed.
+---@param root string
+---@param callback fun(daemon: mini_agent.Daemon?, err: string?)
+function M.ensure(root, callback)
+  local daemon = M.get(root)
+  if not daemon then
+    local err
+    daemon, err = spawn(root)
+    if not daemon then
+      callback(nil, err)
+      return
+    end
+    daemons[root] = daemon
+  end
+  if daemon.ready then
+    callback(daemon)
+  else
+    table.insert(daemon.queue, callback)
+  end
+end
+
+---@param daemon mini_agent.Daemon
+---@param method string
+---@param params table?
+---@param callback fun(err: table?, result: any)
+---@return integer? request id
+function M.request(daemon, method, params, callback)
+  local client = daemon.id and vim.lsp.get_client_by_id(daemon.id)
+  if not client or daemon.exited then
+    callback({ code = -32099, message = 'the mini-agent daemon is not running' })
+    return nil
+  end
+  local ok, request_id = call(client, 'request', method, params or vim.empty_dict(), function(err, result)
+    callback(err, result)
+  end)
+  if not ok then
+    callback({ code = -32099, message = 'the mini-agent daemon is not running' })
+    return nil
+  end
+  return request_id
+end
+
+---@param daemon mini_agent.Daemon
+---@param method string
+---@param params table
+function M.notify(daemon, method, params)
+  local client = daemon.id and vim.lsp.get_client_by_id(daemon.id)
+  if client then
+    call(client, 'notify', method, params)
+  end
+end
+
+---@return mini_agent.Daemon[]
+function M.running()
+  return vim.tbl_filter(function(d)
+    return not d.exited
+  end, vim.tbl_values(daemons))
+end
+
+--- Stop every daemon this plugin started (shutdown, then exit).
+function M.stop()
+  for _, daemon in ipairs(M.running()) do
+    daemon.stopping = true
+    local client = vim.lsp.get_client_by_id(daemon.id)
+    if client then
+      call(client, 'stop')
+    end
+  end
+end
+
+---@param client_id integer
+---@return mini_agent.Daemon?
+function M.by_client(client_id)
+  for _, daemon in pairs(daemons) do
+    if daemon.id == client_id then
+      return daemon
+    end
+  end
+end
+
+return M

@@ -1,0 +1,206 @@
+--- Options: defaults, validation, and what they resolve to for one workspace.
+---
+--- Options that go to the daemon keep their wire spelling (`llm.baseUrl`, `maxSteps`), so what a
+--- user reads in the protocol reference is what they write here; options of the plugin itself are
+--- snake_case.
+local M = {}
+
+---@class mini_agent.TraceOptions
+---@field open boolean open the trace window when a session starts
+---@field position 'right'|'left'|'above'|'below'
+---@field size integer? width (left/right) or height (above/below); nil: half the editor
+---@field observation_lines integer observation lines shown before the rest is folded away
+---@field follow boolean keep trace windows scrolled to the end
+
+---@class mini_agent.Options
+---@field cmd string[]|fun(root: string): string[]|nil the daemon command; nil: `mini-agent serve` from the workspace's .venv, then PATH
+---@field cmd_env table<string, string>? extra environment for the daemon
+---@field root_dir string|fun(bufnr: integer): string?|nil the workspace root; nil: from root_markers, else the cwd
+---@field root_markers string[]
+---@field llm table? model options (`baseUrl`, `model`, `apiKey`, `toolMode`, …); apiKey falls back to $OPENAI_API_KEY
+---@field maxSteps integer?
+---@field systemPrompt string?
+---@field tools table? tool host options (`timeoutSec`, `maxOutputBytes`)
+---@field store table? session store options (`path`, `enabled`)
+---@field log_level string the daemon's log level (MINI_AGENT_LOG)
+---@field log_file string? where the daemon's log goes; nil: stdpath('log')/mini-agent.log
+---@field notify boolean notify on approvals, answers and failures
+---@field trace mini_agent.TraceOptions
+
+---@type mini_agent.Options
+M.defaults = {
+  cmd = nil,
+  cmd_env = nil,
+  root_dir = nil,
+  root_markers = { '.mini-agent', '.git', 'pyproject.toml' },
+  llm = {},
+  maxSteps = nil,
+  systemPrompt = nil,
+  tools = nil,
+  store = nil,
+  log_level = 'INFO',
+  log_file = nil,
+  notify = true,
+  trace = {
+    open = true,
+    position = 'right',
+    size = nil,
+    observation_lines = 6,
+    follow = true,
+  },
+}
+
+local TOOL_MODES = { react = true, native = true, auto = true }
+local POSITIONS = { right = true, left = true, above = true, below = true }
+
+---@type mini_agent.Options?
+local current = nil
+
+--- vim.validate changed shape in 0.11; the table form still works there but is deprecated.
+function M.check(name, value, types, optional, message)
+  if vim.fn.has('nvim-0.11') == 1 then
+    vim.validate(name, value, types, optional, message)
+  else
+    vim.validate({ [name] = { value, types, optional or message } })
+  end
+end
+
+local function positive_integer(value)
+  return type(value) == 'number' and value >= 1 and math.floor(value) == value
+end
+
+local function string_list(value)
+  return vim.islist(value) and vim.iter(value):all(function(item)
+    return type(item) == 'string'
+  end)
+end
+
+---@param opts mini_agent.Options
+local function validate(opts)
+  M.check('cmd', opts.cmd, function(v)
+    return v == nil or type(v) == 'function' or (string_list(v) and #v > 0)
+  end, false, 'a non-empty list of strings or a function')
+  M.check('cmd_env', opts.cmd_env, 'table', true)
+  M.check('root_dir', opts.root_dir, { 'string', 'function' }, true)
+  M.check('root_markers', opts.root_markers, string_list, false, 'a list of strings')
+  M.check('llm', opts.llm, 'table')
+  M.check('llm.baseUrl', opts.llm.baseUrl, 'string', true)
+  M.check('llm.model', opts.llm.model, 'string', true)
+  M.check('llm.apiKey', opts.llm.apiKey, 'string', true)
+  M.check('llm.toolMode', opts.llm.toolMode, function(v)
+    return v == nil or TOOL_MODES[v] ~= nil
+  end, false, '"react", "native" or "auto"')
+  M.check('maxSteps', opts.maxSteps, function(v)
+    return v == nil or positive_integer(v)
+  end, false, 'a positive integer')
+  M.check('systemPrompt', opts.systemPrompt, 'string', true)
+  M.check('tools', opts.tools, 'table', true)
+  M.check('store', opts.store, 'table', true)
+  M.check('log_level', opts.log_level, 'string')
+  M.check('log_file', opts.log_file, 'string', true)
+  M.check('notify', opts.notify, 'boolean')
+  M.check('trace', opts.trace, 'table')
+  M.check('trace.open', opts.trace.open, 'boolean')
+  M.check('trace.position', opts.trace.position, function(v)
+    return POSITIONS[v] ~= nil
+  end, false, '"right", "left", "above" or "below"')
+  M.check('trace.size', opts.trace.size, function(v)
+    return v == nil or positive_integer(v)
+  end, false, 'a positive integer')
+  M.check('trace.observation_lines', opts.trace.observation_lines, positive_integer, false, 'a positive integer')
+  M.check('trace.follow', opts.trace.follow, 'boolean')
+end
+
+--- Merge user options over the defaults and validate them; raises on a bad option.
+---@param user table?
+---@return mini_agent.Options
+function M.merge(user)
+  M.check('opts', user, 'table', true)
+  local opts = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), user or {})
+  validate(opts)
+  return opts
+end
+
+---@param user table?
+function M.set(user)
+  current = M.merge(user)
+end
+
+--- The options in force: those given to setup(), else `vim.g.mini_agent`, else the defaults.
+---@return mini_agent.Options
+function M.get()
+  if current == nil then
+    current = M.merge(type(vim.g.mini_agent) == 'table' and vim.g.mini_agent or nil)
+  end
+  return current
+end
+
+local function normalize(path)
+  local full = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
+  return (full:gsub('(.)/$', '%1'))
+end
+
+--- The workspace root for a buffer: the option, else the nearest root marker, else the cwd.
+---@param bufnr integer?
+---@return string
+function M.root(bufnr)
+  local opts = M.get()
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local root = opts.root_dir
+  if type(root) == 'function' then
+    root = root(bufnr)
+  end
+  if root == nil and vim.bo[bufnr].buftype == '' and vim.api.nvim_buf_get_name(bufnr) ~= '' then
+    root = vim.fs.root(bufnr, opts.root_markers)
+  end
+  return normalize(root or vim.fn.getcwd())
+end
+
+--- `mini-agent serve` from the workspace's virtual environment, else from PATH.
+---@param root string
+---@return string[]? cmd
+---@return string? why not found
+function M.cmd(root)
+  local opts = M.get()
+  if type(opts.cmd) == 'function' then
+    return opts.cmd(root)
+  elseif opts.cmd then
+    return vim.deepcopy(opts.cmd)
+  end
+  local is_windows = vim.fn.has('win32') == 1
+  local local_bin = is_windows and (root .. '/.venv/Scripts/mini-agent.exe') or (root .. '/.venv/bin/mini-agent')
+  if vim.fn.executable(local_bin) == 1 then
+    return { local_bin, 'serve' }
+  end
+  local on_path = vim.fn.exepath('mini-agent')
+  if on_path ~= '' then
+    return { on_path, 'serve' }
+  end
+  return nil,
+    'mini-agent not found in ' .. local_bin .. ' nor on PATH: `pip install mini-agent` there, or set the `cmd` option'
+end
+
+--- initializationOptions for the daemon: the wire options that are set, nil when none are.
+---@return table?
+function M.init_options()
+  local opts = M.get()
+  local llm = vim.deepcopy(opts.llm)
+  if llm.apiKey == nil and vim.env.OPENAI_API_KEY and vim.env.OPENAI_API_KEY ~= '' then
+    llm.apiKey = vim.env.OPENAI_API_KEY
+  end
+  local out = {
+    llm = not vim.tbl_isempty(llm) and llm or nil,
+    maxSteps = opts.maxSteps,
+    systemPrompt = opts.systemPrompt,
+    tools = opts.tools,
+    store = opts.store,
+  }
+  return not vim.tbl_isempty(out) and out or nil
+end
+
+---@return string
+function M.log_file()
+  return M.get().log_file or (vim.fn.stdpath('log') .. '/mini-agent.log')
+end
+
+return M

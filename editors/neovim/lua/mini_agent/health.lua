@@ -1,0 +1,171 @@
+--- :checkhealth mini_agent — Neovim version, options, the daemon command (started for real and
+--- asked `initialize`), its Python, and where the model server and the log are.
+local config = require('mini_agent.config')
+
+local M = {}
+
+local health = vim.health
+local HANDSHAKE_MS = 15000
+
+local function frame(message)
+  local body = vim.json.encode(message)
+  return ('Content-Length: %d\r\n\r\n%s'):format(#body, body)
+end
+
+--- The first framed message in `text` with the given id, decoded.
+local function response(text, id)
+  for body in text:gmatch('Content%-Length: %d+\r\n\r\n(%b{})') do
+    local ok, message = pcall(vim.json.decode, body)
+    if ok and message.id == id then
+      return message
+    end
+  end
+end
+
+--- Start the daemon, send initialize, then shutdown and exit; the initialize result or why not.
+---@return table? result
+---@return string? err
+local function handshake(cmd, root)
+  local opts = config.get()
+  local out, err = {}, {}
+  local env = vim.tbl_extend('force', { MINI_AGENT_LOG = 'WARNING' }, opts.cmd_env or {})
+  local ok, proc = pcall(vim.system, cmd, {
+    stdin = true,
+    cwd = root,
+    env = env,
+    stdout = function(_, data)
+      table.insert(out, data)
+    end,
+    stderr = function(_, data)
+      table.insert(err, data)
+    end,
+  })
+  if not ok then
+    return nil, tostring(proc)
+  end
+  proc:write(frame({
+    jsonrpc = '2.0',
+    id = 1,
+    method = 'initialize',
+    params = { processId = vim.fn.getpid(), rootUri = vim.uri_from_fname(root), capabilities = vim.empty_dict() },
+  }))
+  local reply
+  vim.wait(HANDSHAKE_MS, function()
+    reply = response(table.concat(out), 1)
+    return reply ~= nil or proc:is_closing()
+  end, 50)
+  if reply then
+    proc:write(frame({ jsonrpc = '2.0', id = 2, method = 'shutdown' }))
+    vim.wait(5000, function()
+      return response(table.concat(out), 2) ~= nil
+    end, 50)
+    proc:write(frame({ jsonrpc = '2.0', method = 'exit' }))
+  end
+  proc:write(nil)
+  proc:wait(3000) -- kills the process if it has not exited by then
+  if not reply then
+    return nil, ('no answer to initialize within %d s; stderr: %s'):format(HANDSHAKE_MS / 1000, table.concat(err))
+  end
+  if reply.error then
+    return nil, vim.inspect(reply.error)
+  end
+  return reply.result
+end
+
+--- The interpreter behind a command: itself when it is python, else its script's shebang.
+---@param cmd string[]
+---@return string?
+local function python_of(cmd)
+  local exe = vim.fn.exepath(cmd[1])
+  if exe == '' then
+    return nil
+  end
+  if vim.fs.basename(exe):match('^python') then
+    return exe
+  end
+  local first = vim.fn.readfile(exe, '', 1)[1] or ''
+  local interpreter, argument = first:match('^#!%s*(%S+)%s*(%S*)')
+  if interpreter and vim.fs.basename(interpreter) == 'env' and argument ~= '' then
+    interpreter = vim.fn.exepath(argument)
+  end
+  if interpreter and vim.fs.basename(interpreter):match('^python') then
+    return interpreter
+  end
+end
+
+local function check_python(cmd)
+  local python = python_of(cmd)
+  if not python then
+    health.info('could not tell which Python runs ' .. cmd[1])
+    return
+  end
+  local result = vim.system({ python, '--version' }, { text = true }):wait(5000)
+  local version = vim.trim((result.stdout or '') .. (result.stderr or ''))
+  local major, minor = version:match('(%d+)%.(%d+)')
+  if result.code ~= 0 or not major then
+    health.error(('%s does not run: %s'):format(python, version))
+  elseif tonumber(major) < 3 or (tonumber(major) == 3 and tonumber(minor) < 11) then
+    health.warn(('%s is %s; mini-agent needs Python 3.11 or newer'):format(python, version))
+  else
+    health.ok(('%s (%s)'):format(version, python))
+  end
+end
+
+function M.check()
+  health.start('mini-agent: Neovim')
+  local v = vim.version()
+  local text = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
+  if vim.fn.has('nvim-0.10') == 1 then
+    health.ok('Neovim ' .. text)
+  else
+    health.error('Neovim ' .. text .. ' is too old', { 'mini-agent needs Neovim 0.10 or newer (tested on 0.11)' })
+  end
+
+  health.start('mini-agent: options')
+  local ok, err = pcall(config.get)
+  if not ok then
+    health.error('invalid options: ' .. tostring(err), { 'fix the table given to setup() or vim.g.mini_agent' })
+    return
+  end
+  health.ok('options are valid')
+
+  health.start('mini-agent: daemon')
+  local root = config.root()
+  health.info('workspace root: ' .. root)
+  local cmd, why = config.cmd(root)
+  if not cmd then
+    health.error(why, { 'pip install mini-agent (into the workspace .venv or onto PATH)', 'or set `cmd`, e.g. { "python3", "-m", "mini_agent" }' })
+    return
+  end
+  if vim.fn.executable(cmd[1]) == 0 then
+    health.error(cmd[1] .. ' is not executable')
+    return
+  end
+  health.ok('command: ' .. table.concat(cmd, ' '))
+  local result, failure = handshake(cmd, root)
+  if result then
+    local agent = vim.tbl_get(result, 'capabilities', 'experimental', 'agent') or {}
+    health.ok(('the daemon starts and answers initialize: %s %s, protocol v%s'):format(
+      vim.tbl_get(result, 'serverInfo', 'name') or '?',
+      vim.tbl_get(result, 'serverInfo', 'version') or '?',
+      tostring(agent.protocolVersion or '?')
+    ))
+  else
+    health.error('the daemon did not start: ' .. failure, { 'see :MiniAgentLog and try the command in a shell' })
+  end
+
+  health.start('mini-agent: Python')
+  check_python(cmd)
+
+  health.start('mini-agent: model server')
+  local llm = (config.init_options() or {}).llm or {}
+  health.info(('baseUrl: %s, model: %s, toolMode: %s, API key: %s'):format(
+    llm.baseUrl or '(daemon default)',
+    llm.model or '(daemon default)',
+    llm.toolMode or '(daemon default)',
+    llm.apiKey and 'set' or 'not set'
+  ))
+  health.info('log: ' .. config.log_file())
+end
+
+return M

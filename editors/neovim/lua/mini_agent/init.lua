@@ -1,0 +1,332 @@
+--- mini-agent for Neovim: ask the daemon to run tool-using agents, and watch them work.
+---
+--- Every action is asynchronous: it returns at once and reports through the trace buffer,
+--- notifications, `User` autocmds and, where given, an `on_done(err, result)` callback.
+local client = require('mini_agent.client')
+local config = require('mini_agent.config')
+local sessions = require('mini_agent.sessions')
+local trace = require('mini_agent.trace')
+
+local M = {}
+
+local REGISTER_KEYS = { 'function', 'name', 'description', 'requiresApproval', 'idempotent', 'timeoutSec' }
+local SESSION_KEYS = { 'maxSteps', 'tools', 'systemPrompt', 'llm' }
+
+---@type table<string, string> registered file -> workspace root
+local registered = {}
+
+local function notify(text, level)
+  if config.get().notify or level == vim.log.levels.ERROR then
+    vim.notify('mini-agent: ' .. text, level or vim.log.levels.INFO)
+  end
+end
+
+local function pick(source, keys)
+  local out = {}
+  for _, key in ipairs(keys) do
+    out[key] = source[key]
+  end
+  return out
+end
+
+--- Run `fn` with the daemon of `root`; a daemon that cannot start is reported and ends the action.
+local function with_daemon(root, done, fn)
+  client.ensure(root, function(daemon, err)
+    if not daemon then
+      notify(err, vim.log.levels.ERROR)
+      done({ message = err })
+      return
+    end
+    fn(daemon)
+  end)
+end
+
+local function ignore() end
+
+--- Set options (see :h mini-agent-config). Optional: without it, `vim.g.mini_agent` or the defaults apply.
+---@param opts table?
+function M.setup(opts)
+  config.set(opts)
+end
+
+---@param daemon mini_agent.Daemon
+---@param session mini_agent.Session
+---@param done fun(err: table?, result: table?)?
+local function run(daemon, session, done)
+  session.running, session.answer, session.on_done = true, {}, done
+  client.request(daemon, 'agent/run', { sessionId = session.id, workDoneToken = 'mini-agent/' .. session.id }, function(err, result)
+    sessions.finish_run(session, err, result)
+  end)
+end
+
+--- Start a session with a task and run it to its end.
+---@param task string
+---@param opts {root: string?, maxSteps: integer?, tools: string[]?, systemPrompt: string?, llm: table?, on_done: fun(err: table?, result: table?)?}?
+function M.ask(task, opts)
+  config.check('task', task, 'string')
+  opts = opts or {}
+  local root = opts.root or config.root()
+  local done = opts.on_done or ignore
+  with_daemon(root, done, function(daemon)
+    client.request(daemon, 'agent/startSession', vim.tbl_extend('force', pick(opts, SESSION_KEYS), { task = task }), function(err, result)
+      if err then
+        notify('could not start a session: ' .. err.message, vim.log.levels.ERROR)
+        done(err)
+        return
+      end
+      local session = sessions.track(result.sessionId, { task = task, root = root, status = result.status })
+      trace.session_start(session.id, task)
+      sessions.fire('MiniAgentSessionStart', { sessionId = session.id, task = task, root = root })
+      run(daemon, session, done)
+    end)
+  end)
+end
+
+--- The task for :MiniAgentAsk: the arguments, plus the selected lines when a range was given.
+---@param args {args: string, range: integer, line1: integer, line2: integer}
+---@param text string
+---@return string
+function M.task_with_range(args, text)
+  if args.range == 0 then
+    return text
+  end
+  local lines = vim.api.nvim_buf_get_lines(0, args.line1 - 1, args.line2, false)
+  local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(0), ':~:.')
+  return ('%s\n\nLines %d-%d of %s:\n```%s\n%s\n```'):format(
+    text,
+    args.line1,
+    args.line2,
+    name ~= '' and name or '[No Name]',
+    vim.bo.filetype,
+    table.concat(lines, '\n')
+  )
+end
+
+--- :MiniAgentAsk [task] — without a task, ask for one.
+function M.ask_command(args)
+  if args.args ~= '' then
+    M.ask(M.task_with_range(args, args.args))
+    return
+  end
+  vim.ui.input({ prompt = 'mini-agent task: ' }, function(input)
+    if input and vim.trim(input) ~= '' then
+      M.ask(M.task_with_range(args, input))
+    end
+  end)
+end
+
+local function watch_saves()
+  local group = vim.api.nvim_create_augroup('mini_agent_reload', { clear = true })
+  vim.api.nvim_create_autocmd('BufWritePost', {
+    group = group,
+    callback = function(ev)
+      local path = vim.fs.normalize(vim.api.nvim_buf_get_name(ev.buf))
+      local daemon = registered[path] and client.get(registered[path])
+      if daemon then
+        client.notify(daemon, 'workspace/didChangeWatchedFiles', { changes = { { uri = vim.uri_from_fname(path), type = 2 } } })
+      end
+    end,
+  })
+end
+
+--- Register a workspace Python file's public functions (or one of them) as tools.
+---@param path string? default: the current buffer's file
+---@param opts {function: string?, name: string?, description: string?, requiresApproval: boolean?, idempotent: boolean?, timeoutSec: number?, root: string?, on_done: fun(err: table?, result: table?)?}?
+function M.register(path, opts)
+  opts = opts or {}
+  local done = opts.on_done or ignore
+  path = (path and path ~= '') and path or vim.api.nvim_buf_get_name(0)
+  if path == '' then
+    notify('no file to register: give a path or open a Python file', vim.log.levels.ERROR)
+    done({ message = 'no file' })
+    return
+  end
+  path = vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
+  local root = opts.root or config.root()
+  with_daemon(root, done, function(daemon)
+    local params = vim.tbl_extend('force', pick(opts, REGISTER_KEYS), { path = path })
+    client.request(daemon, 'agent/registerTool', params, function(err, result)
+      if err then
+        notify('could not register ' .. path .. ': ' .. err.message, vim.log.levels.ERROR)
+        done(err)
+        return
+      end
+      if vim.tbl_isempty(registered) then
+        watch_saves()
+      end
+      registered[path] = root
+      local names = vim.tbl_map(function(tool)
+        return tool.name
+      end, result.tools or {})
+      notify(('registered %s'):format(#names > 0 and table.concat(names, ', ') or 'no tools'))
+      done(nil, result)
+    end)
+  end)
+end
+
+---@param sid string a session id or the start of one
+---@return mini_agent.Session?
+local function find_session(sid)
+  for i = #sessions.order, 1, -1 do
+    local id = sessions.order[i]
+    if vim.startswith(id, sid) then
+      return sessions.sessions[id]
+    end
+  end
+end
+
+--- Cancel a session's step in flight (default: the newest running session).
+---@param sid string?
+---@param on_done fun(err: table?, result: table?)?
+function M.cancel(sid, on_done)
+  local done = on_done or ignore
+  local session = (sid and sid ~= '') and find_session(sid) or sessions.latest_running()
+  local daemon = session and client.get(session.root)
+  if not session or not daemon then
+    notify('no running session to cancel', vim.log.levels.WARN)
+    done({ message = 'no running session' })
+    return
+  end
+  client.request(daemon, 'agent/cancel', { sessionId = session.id }, function(err, result)
+    if err then
+      notify('cancel failed: ' .. err.message, vim.log.levels.ERROR)
+    elseif not result.cancelled then
+      notify(('session %s had no step in flight'):format(session.id:sub(1, 8)), vim.log.levels.WARN)
+    end
+    done(err, result)
+  end)
+end
+
+--- Show a stored session in the trace.
+---@param sid string
+---@param opts {root: string?, on_done: fun(err: table?, result: table?)?}?
+function M.show(sid, opts)
+  opts = opts or {}
+  local done = opts.on_done or ignore
+  with_daemon(opts.root or config.root(), done, function(daemon)
+    client.request(daemon, 'agent/getSession', { sessionId = sid }, function(err, session)
+      if err then
+        notify('no such session: ' .. err.message, vim.log.levels.ERROR)
+      else
+        trace.show_session(session)
+        trace.open()
+      end
+      done(err, session)
+    end)
+  end)
+end
+
+local function describe(summary)
+  local status = summary.status .. (summary.stopReason and (' (' .. summary.stopReason .. ')') or '')
+  local task = vim.split(summary.task or '', '\n', { plain = true })[1]
+  return ('%s  %-28s %s'):format(summary.sessionId:sub(1, 8), status, task)
+end
+
+--- Pick one of the daemon's sessions and show it in the trace.
+---@param opts {root: string?, on_done: fun(err: table?, result: table?)?}?
+function M.sessions(opts)
+  opts = opts or {}
+  local root = opts.root or config.root()
+  local done = opts.on_done or ignore
+  with_daemon(root, done, function(daemon)
+    client.request(daemon, 'agent/listSessions', { limit = 100 }, function(err, result)
+      if err or #result.sessions == 0 then
+        notify(err and err.message or 'no sessions yet', err and vim.log.levels.ERROR or vim.log.levels.INFO)
+        done(err, result)
+        return
+      end
+      vim.ui.select(result.sessions, { prompt = 'mini-agent sessions', kind = 'mini_agent.session', format_item = describe }, function(choice)
+        if choice then
+          M.show(choice.sessionId, { root = root, on_done = done })
+        else
+          done(nil, nil)
+        end
+      end)
+    end)
+  end)
+end
+
+--- Record a decision for a tool call awaiting approval; a session with no run of ours in flight
+--- (a daemon restart, a dismissed prompt) is run again so that the decision takes effect.
+---@param sid string
+---@param call_id string
+---@param decision 'allow_once'|'allow_always'|'reject_once'|'reject_always'
+---@param reason string?
+---@param client_id integer?
+function M.approve(sid, call_id, decision, reason, client_id)
+  local session = sessions.sessions[sid]
+  local daemon = (client_id and client.by_client(client_id)) or (session and client.get(session.root))
+  if not daemon then
+    notify('no daemon holds session ' .. sid, vim.log.levels.ERROR)
+    return
+  end
+  session = session or sessions.track(sid, { root = daemon.root })
+  local params = { sessionId = sid, toolCallId = call_id, decision = decision, reason = reason }
+  client.request(daemon, 'agent/approve', params, function(err)
+    if err then
+      notify('approval failed: ' .. err.message, vim.log.levels.ERROR)
+    elseif not session.running then
+      run(daemon, session)
+    end
+  end)
+end
+
+--- Tool calls waiting for a decision in any session of this workspace: pick one and decide.
+--- (The protocol has no list of standing "always" decisions; these are the open ones.)
+---@param opts {root: string?}?
+function M.approvals(opts)
+  opts = opts or {}
+  with_daemon(opts.root or config.root(), ignore, function(daemon)
+    client.request(daemon, 'agent/listSessions', { status = 'awaiting_approval' }, function(err, result)
+      local waiting = (not err and result.sessions) or {}
+      if #waiting == 0 then
+        notify(err and err.message or 'no tool call is waiting for approval')
+        return
+      end
+      local pending, left = {}, #waiting
+      local function choose()
+        vim.ui.select(pending, {
+          prompt = 'mini-agent: tool calls waiting for approval',
+          kind = 'mini_agent.pending',
+          format_item = function(item)
+            return ('%s  %s %s'):format(item.sessionId:sub(1, 8), item.toolCall.name, trace.arguments(item.toolCall))
+          end,
+        }, function(item)
+          if item then
+            require('mini_agent.approval').choose(item.toolCall, nil, function(decision, reason)
+              M.approve(item.sessionId, item.toolCall.id, decision, reason, daemon.id)
+            end)
+          end
+        end)
+      end
+      for _, summary in ipairs(waiting) do
+        client.request(daemon, 'agent/getSession', { sessionId = summary.sessionId }, function(_, session)
+          for _, p in ipairs(session and session.pendingApprovals or {}) do
+            table.insert(pending, { sessionId = summary.sessionId, toolCall = p.toolCall })
+          end
+          left = left - 1
+          if left == 0 and #pending > 0 then
+            choose()
+          end
+        end)
+      end
+    end)
+  end)
+end
+
+--- Open the daemon's log.
+function M.log()
+  require('mini_agent.log').open()
+end
+
+--- Show or hide the trace window (without moving the cursor into it).
+function M.toggle_trace()
+  trace.toggle()
+end
+
+--- Stop the daemons this plugin started.
+function M.stop()
+  client.stop()
+end
+
+return M

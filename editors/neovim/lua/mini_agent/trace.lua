@@ -1,0 +1,442 @@
+--- The trace: one scratch buffer that shows what sessions do as `agent/update` arrives.
+---
+--- It is append-only (the stream of a thought continues the last line), it never takes focus, and
+--- windows that show it follow the end unless the user has moved the cursor up in it. Long
+--- observations show their first lines and a "… N more lines" line that <CR> expands in place.
+local config = require('mini_agent.config')
+
+local api = vim.api
+local M = {}
+
+local ns = api.nvim_create_namespace('mini_agent.trace')
+local ns_fold = api.nvim_create_namespace('mini_agent.trace.fold')
+local BUF_NAME = 'mini-agent://trace'
+
+local HIGHLIGHTS = {
+  MiniAgentHeader = 'Title',
+  MiniAgentStep = 'Special',
+  MiniAgentThought = 'Comment',
+  MiniAgentTool = 'Function',
+  MiniAgentObservation = 'String',
+  MiniAgentError = 'DiagnosticError',
+  MiniAgentAnswer = 'Bold',
+  MiniAgentUsage = 'NonText',
+  MiniAgentStatus = 'DiagnosticInfo',
+  MiniAgentWaiting = 'DiagnosticWarn',
+  MiniAgentFold = 'Folded',
+}
+
+local STOPS = {
+  end_turn = 'done',
+  cancelled = 'cancelled',
+  max_turn_requests = 'stopped: the step budget is used up',
+  loop_detected = 'stopped: the same tool call repeated (loop detected)',
+}
+
+---@class mini_agent.TraceState
+---@field buf integer?
+---@field stream {sid: string, kind: string, mark: integer}? the open text stream, ending on the last line
+---@field last_sid string? the session the last lines belong to
+---@field steps table<string, integer> per session, the last step with a header
+---@field hidden table<integer, {lines: string[], hl: string}> folded observation lines, by extmark id
+local state = { buf = nil, stream = nil, last_sid = nil, steps = {}, hidden = {} }
+
+function M.define_highlights()
+  for group, link in pairs(HIGHLIGHTS) do
+    api.nvim_set_hl(0, group, { link = link, default = true })
+  end
+end
+
+local function blank(buf)
+  return api.nvim_buf_line_count(buf) == 1 and api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ''
+end
+
+local function edit(buf, fn)
+  vim.bo[buf].modifiable = true
+  local ok, err = pcall(fn)
+  vim.bo[buf].modifiable = false
+  if not ok then
+    error(err, 0)
+  end
+end
+
+local function set_window_options(win)
+  local options = {
+    wrap = true,
+    linebreak = true,
+    number = false,
+    relativenumber = false,
+    signcolumn = 'no',
+    foldcolumn = '0',
+    list = false,
+    spell = false,
+    cursorline = false,
+  }
+  for name, value in pairs(options) do
+    api.nvim_set_option_value(name, value, { win = win, scope = 'local' })
+  end
+end
+
+--- The trace buffer, created on first use.
+---@return integer
+function M.buf()
+  if state.buf and api.nvim_buf_is_valid(state.buf) then
+    return state.buf
+  end
+  local buf = api.nvim_create_buf(false, true)
+  state.buf, state.stream, state.last_sid, state.steps, state.hidden = buf, nil, nil, {}, {}
+  pcall(api.nvim_buf_set_name, buf, BUF_NAME)
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'hide'
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].filetype = 'miniagent'
+  vim.keymap.set('n', '<CR>', M.expand_at_cursor, { buffer = buf, desc = 'mini-agent: show the whole observation' })
+  vim.keymap.set('n', 'q', '<Cmd>close<CR>', { buffer = buf, desc = 'mini-agent: close the trace window' })
+  return buf
+end
+
+--- The trace buffer if it exists (for tests and statuslines), without creating it.
+---@return integer?
+function M.bufnr()
+  return state.buf and api.nvim_buf_is_valid(state.buf) and state.buf or nil
+end
+
+---@return integer? win a window of the current tab page showing the trace
+function M.window()
+  local buf = M.bufnr()
+  if not buf then
+    return nil
+  end
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(win) == buf then
+      return win
+    end
+  end
+end
+
+--- Show the trace in a split without moving the cursor out of the current window.
+---@return integer win
+function M.open()
+  local existing = M.window()
+  if existing then
+    return existing
+  end
+  local opts = config.get().trace
+  local vertical = opts.position == 'right' or opts.position == 'left'
+  local size = opts.size or (vertical and math.max(40, math.floor(vim.o.columns * 0.4)) or math.floor(vim.o.lines * 0.3))
+  local buf = M.buf()
+  local win = api.nvim_open_win(buf, false, {
+    split = opts.position,
+    win = -1,
+    width = vertical and size or nil,
+    height = (not vertical) and size or nil,
+  })
+  set_window_options(win)
+  api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(buf), 0 })
+  return win
+end
+
+function M.close()
+  local win = M.window()
+  if win and #api.nvim_tabpage_list_wins(0) > 1 then
+    api.nvim_win_close(win, false)
+  end
+end
+
+function M.toggle()
+  if M.window() then
+    M.close()
+  else
+    M.open()
+  end
+end
+
+--- Scroll windows showing the trace to its end, unless the user moved up in the current one.
+local function follow(buf, old_count)
+  if not config.get().trace.follow then
+    return
+  end
+  local count = api.nvim_buf_line_count(buf)
+  local current = api.nvim_get_current_win()
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if win ~= current or api.nvim_win_get_cursor(win)[1] >= old_count then
+      api.nvim_win_set_cursor(win, { count, 0 })
+    end
+  end
+end
+
+local function highlight(buf, row, lines, hl, id)
+  if not hl or #lines == 0 then
+    return nil
+  end
+  local last = row + #lines - 1
+  return api.nvim_buf_set_extmark(buf, ns, row, 0, {
+    id = id,
+    end_row = last,
+    end_col = #api.nvim_buf_get_lines(buf, last, last + 1, false)[1],
+    hl_group = hl,
+  })
+end
+
+--- Append whole lines; returns the row of the first one.
+---@param lines string[]
+---@param hl string?
+---@return integer
+local function add(lines, hl)
+  local buf = M.buf()
+  local old_count = api.nvim_buf_line_count(buf)
+  local row = blank(buf) and 0 or old_count
+  edit(buf, function()
+    api.nvim_buf_set_lines(buf, row, -1, false, lines)
+  end)
+  highlight(buf, row, lines, hl)
+  state.stream = nil
+  follow(buf, old_count)
+  return row
+end
+
+--- Continue a text stream (a thought or an answer arriving in pieces), or start one on a new line.
+local function stream(sid, kind, text, hl, prefix)
+  local buf = M.buf()
+  local open = state.stream
+  if not (open and open.sid == sid and open.kind == kind) then
+    local row = add(vim.split((prefix or '') .. text, '\n', { plain = true }), nil)
+    local lines = api.nvim_buf_get_lines(buf, row, -1, false)
+    state.stream = { sid = sid, kind = kind, mark = highlight(buf, row, lines, hl) }
+    return
+  end
+  local old_count = api.nvim_buf_line_count(buf)
+  local last = old_count - 1
+  local width = #api.nvim_buf_get_lines(buf, last, old_count, false)[1]
+  edit(buf, function()
+    api.nvim_buf_set_text(buf, last, width, last, width, vim.split(text, '\n', { plain = true }))
+  end)
+  -- the start is read back from the mark: an expanded fold above may have moved it
+  local row = api.nvim_buf_get_extmark_by_id(buf, ns, open.mark, {})[1]
+  highlight(buf, row, api.nvim_buf_get_lines(buf, row, -1, false), hl, open.mark)
+  follow(buf, old_count)
+end
+
+local function short(sid)
+  return sid:sub(1, 8)
+end
+
+--- Before content of a session: a line when another session wrote last, and a step header.
+local function header(sid, step)
+  if state.last_sid ~= sid then
+    add({ ('── session %s ──'):format(short(sid)) }, 'MiniAgentHeader')
+    state.last_sid = sid
+  end
+  if step and state.steps[sid] ~= step then
+    state.steps[sid] = step
+    add({ ('Step %d'):format(step + 1) }, 'MiniAgentStep')
+  end
+end
+
+local function encode(value)
+  if type(value) == 'table' and vim.tbl_isempty(value) then
+    return '{}'
+  end
+  local ok, text = pcall(vim.json.encode, value)
+  return ok and text or vim.inspect(value)
+end
+
+--- The arguments as the model wrote them, else re-encoded.
+---@param call table a ToolCall (or a tool_call update)
+---@return string
+function M.arguments(call)
+  if type(call.rawArguments) == 'string' and vim.trim(call.rawArguments) ~= '' then
+    return vim.trim(call.rawArguments)
+  end
+  return encode(call.arguments or {})
+end
+
+local function indent(lines, prefix)
+  return vim.tbl_map(function(line)
+    return prefix .. line
+  end, lines)
+end
+
+local function tool_call(update)
+  local args = vim.split(M.arguments(update), '\n', { plain = true })
+  args[1] = ('→ %s %s'):format(update.name or update.title or '?', args[1])
+  for i = 2, #args do
+    args[i] = '    ' .. args[i]
+  end
+  add(args, 'MiniAgentTool')
+  if update.parseError then
+    add({ '    ✗ arguments not parsed: ' .. tostring(update.parseError) }, 'MiniAgentError')
+  end
+end
+
+--- Lines past the limit go behind a fold line whose extmark remembers them.
+local function observation(obs)
+  local hl = obs.isError and 'MiniAgentError' or 'MiniAgentObservation'
+  local name = (obs.toolName and obs.toolName ~= '') and obs.toolName or 'observation'
+  local head = ('%s %s%s:'):format(obs.isError and '✗' or '←', name, obs.isError and ' failed' or '')
+  local output = type(obs.output) == 'string' and obs.output or encode(obs.output)
+  local lines = vim.split(output:gsub('\n+$', ''), '\n', { plain = true })
+  if #lines == 1 then
+    add({ head .. ' ' .. (lines[1] == '' and '(empty)' or lines[1]) }, hl)
+  else
+    local limit = config.get().trace.observation_lines
+    local shown = vim.list_slice(lines, 1, limit)
+    add(vim.list_extend({ head }, indent(shown, '    ')), hl)
+    if #lines > limit then
+      local rest = indent(vim.list_slice(lines, limit + 1), '    ')
+      local row = add({ ('    … %d more lines (<CR> shows them)'):format(#rest) }, 'MiniAgentFold')
+      local id = api.nvim_buf_set_extmark(M.buf(), ns_fold, row, 0, {})
+      state.hidden[id] = { lines = rest, hl = hl }
+    end
+  end
+  if obs.truncated then
+    add({ '    [output cut at the daemon’s size limit]' }, 'MiniAgentWaiting')
+  end
+end
+
+local function usage(update)
+  local u = update.usage or {}
+  local line = ('  tokens: %d prompt (%d cached), %d completion'):format(
+    u.promptTokens or 0,
+    u.cachedTokens or 0,
+    u.completionTokens or 0
+  )
+  if update.total then
+    local t = update.total
+    line = line .. (' · session %d'):format((t.promptTokens or 0) + (t.completionTokens or 0))
+  end
+  add({ line }, 'MiniAgentUsage')
+end
+
+local function status(sid, update)
+  if update.status == 'awaiting_approval' then
+    header(sid)
+    add({ '⏸ waiting for approval' }, 'MiniAgentWaiting')
+  elseif update.stopReason then
+    header(sid)
+    local reason = update.stopReason
+    local text = STOPS[reason] or ('stopped: ' .. reason)
+    if reason == 'error' then
+      text = 'error: ' .. tostring(update.message or 'the model server failed')
+    end
+    add({ '■ ' .. text }, reason == 'error' and 'MiniAgentError' or 'MiniAgentStatus')
+  end
+end
+
+--- Render one `agent/update`.
+---@param sid string
+---@param step integer
+---@param update table
+function M.update(sid, step, update)
+  local kind = update.kind
+  if kind == 'agent_thought_chunk' then
+    header(sid, step)
+    stream(sid, 'thought', update.text or '', 'MiniAgentThought')
+  elseif kind == 'tool_call' then
+    header(sid, step)
+    tool_call(update)
+  elseif kind == 'tool_call_update' and update.observation then
+    header(sid, step)
+    observation(update.observation)
+  elseif kind == 'agent_message_chunk' then
+    header(sid, step)
+    stream(sid, 'answer', update.text or '', 'MiniAgentAnswer', 'Answer: ')
+  elseif kind == 'usage_update' then
+    header(sid, step)
+    usage(update)
+  elseif kind == 'status' then
+    status(sid, update)
+  end
+end
+
+--- A session begins: its task as a header; opens the trace window if so configured.
+---@param sid string
+---@param task string
+---@param label string?
+function M.session_start(sid, task, label)
+  local first = vim.split(task, '\n', { plain = true })[1]
+  if blank(M.buf()) then
+    add({ ('━━ %s ━━'):format(first) }, 'MiniAgentHeader')
+  else
+    add({ '', ('━━ %s ━━'):format(first) }, 'MiniAgentHeader')
+  end
+  add({ ('session %s%s'):format(sid, label and (' · ' .. label) or '') }, 'MiniAgentUsage')
+  state.last_sid, state.steps[sid] = sid, nil
+  if config.get().trace.open then
+    M.open()
+  end
+end
+
+--- A line about a session that is not an update (a failed request, the daemon gone).
+---@param sid string?
+---@param text string
+---@param is_error boolean?
+function M.note(sid, text, is_error)
+  if sid then
+    header(sid)
+  end
+  add(vim.split(text, '\n', { plain = true }), is_error and 'MiniAgentError' or 'MiniAgentStatus')
+end
+
+--- Render a stored session (agent/getSession) as if its updates arrived now.
+---@param session table
+function M.show_session(session)
+  local sid = session.sessionId
+  M.session_start(sid, session.task or '', ('%s, %d steps (history)'):format(session.status, #(session.steps or {})))
+  for _, step in ipairs(session.steps or {}) do
+    local index = step.index or 0
+    if step.thought and step.thought ~= '' then
+      M.update(sid, index, { kind = 'agent_thought_chunk', text = step.thought })
+    end
+    for _, call in ipairs(step.toolCalls or {}) do
+      M.update(sid, index, vim.tbl_extend('force', call, { kind = 'tool_call', toolCallId = call.id }))
+    end
+    for _, obs in ipairs(step.observations or {}) do
+      M.update(sid, index, { kind = 'tool_call_update', toolCallId = obs.toolCallId, observation = obs })
+    end
+    if step.finalAnswer then
+      M.update(sid, index, { kind = 'agent_message_chunk', text = step.finalAnswer })
+    end
+    if step.usage then
+      M.update(sid, index, { kind = 'usage_update', usage = step.usage })
+    end
+    if step.stopReason then
+      M.update(sid, index, { kind = 'status', status = step.status, stopReason = step.stopReason, message = step.error })
+    end
+  end
+  if session.status == 'awaiting_approval' then
+    M.update(sid, #(session.steps or {}), { kind = 'status', status = 'awaiting_approval' })
+  end
+end
+
+--- Replace a fold line with the lines it hides.
+---@param row integer 0-based
+---@return boolean expanded
+function M.expand(row)
+  local buf = M.bufnr()
+  if not buf then
+    return false
+  end
+  for _, mark in ipairs(api.nvim_buf_get_extmarks(buf, ns_fold, { row, 0 }, { row, -1 }, {})) do
+    local hidden = state.hidden[mark[1]]
+    if hidden then
+      state.hidden[mark[1]] = nil
+      api.nvim_buf_del_extmark(buf, ns_fold, mark[1])
+      edit(buf, function()
+        api.nvim_buf_set_lines(buf, row, row + 1, false, hidden.lines)
+      end)
+      highlight(buf, row, hidden.lines, hidden.hl)
+      return true
+    end
+  end
+  return false
+end
+
+function M.expand_at_cursor()
+  M.expand(api.nvim_win_get_cursor(0)[1] - 1)
+end
+
+M.define_highlights()
+
+return M

@@ -1,0 +1,122 @@
+-- Shared by the headless tests (run by tests/test_neovim.py): the environment it prepares,
+-- waiting on the event loop, and a pass/fail exit that never leaves nvim hanging.
+local M = {}
+
+local here = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p')
+M.plugin_dir = vim.fs.dirname(vim.fs.dirname(here))
+M.root = vim.env.MINI_AGENT_TEST_ROOT
+M.base_url = vim.env.MINI_AGENT_TEST_BASE_URL
+M.python = vim.env.MINI_AGENT_TEST_PYTHON
+
+--- Put the plugin on 'runtimepath' and source its plugin/ file (-u NONE loads no plugins).
+function M.load_plugin()
+  vim.opt.runtimepath:prepend(M.plugin_dir)
+  vim.cmd('runtime plugin/mini_agent.lua')
+end
+
+--- The daemon from the source tree (PYTHONPATH comes from the test's environment).
+function M.daemon_cmd()
+  return { M.python, '-m', 'mini_agent' }
+end
+
+---@param what string
+---@param condition fun(): boolean
+---@param timeout_ms integer?
+function M.wait(what, condition, timeout_ms)
+  if not vim.wait(timeout_ms or 20000, condition, 20) then
+    error('timed out waiting for ' .. what, 2)
+  end
+end
+
+function M.trace_text()
+  local trace = package.loaded['mini_agent.trace']
+  local buf = trace and trace.bufnr()
+  return buf and table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') or ''
+end
+
+--- Assert `needle` occurs in `haystack` (plain text) after position `from`; returns where it ends.
+---@return integer
+function M.find(haystack, needle, from)
+  local start, finish = haystack:find(needle, from or 1, true)
+  if not start then
+    error(('expected to find %q%s in:\n%s'):format(needle, from and (' after position ' .. from) or '', haystack), 2)
+  end
+  return finish
+end
+
+--- Assert the needles occur in this order.
+function M.in_order(haystack, needles)
+  local position = 1
+  for _, needle in ipairs(needles) do
+    local start, finish = haystack:find(needle, position, true)
+    if not start then
+      error(('expected %q after position %d in:\n%s'):format(needle, position, haystack), 2)
+    end
+    position = finish + 1
+  end
+end
+
+function M.eq(expected, actual, what)
+  if not vim.deep_equal(expected, actual) then
+    error(('%s: expected %s, got %s'):format(what or 'value', vim.inspect(expected), vim.inspect(actual)), 2)
+  end
+end
+
+--- Record `User` events of the given patterns, in order.
+---@param patterns string[]
+---@return {pattern: string, data: table}[]
+function M.record_events(patterns)
+  local events = {}
+  vim.api.nvim_create_autocmd('User', {
+    pattern = patterns,
+    callback = function(ev)
+      table.insert(events, { pattern = ev.match, data = ev.data })
+    end,
+  })
+  return events
+end
+
+function M.count(events, pattern)
+  return #vim.tbl_filter(function(ev)
+    return ev.pattern == pattern
+  end, events)
+end
+
+--- The lines in a file that are not blank (what count_file_lines reports by default).
+function M.non_blank_lines(path)
+  return #vim.tbl_filter(function(line)
+    return vim.trim(line) ~= ''
+  end, vim.fn.readfile(path))
+end
+
+local function stop_daemons()
+  local client = package.loaded['mini_agent.client']
+  if client then
+    client.stop()
+    vim.wait(5000, function()
+      return #client.running() == 0
+    end, 20)
+  end
+end
+
+--- Run a test body; exit 0 when it passes, 1 (with the trace and the log) when it fails.
+function M.run(body)
+  local ok, err = xpcall(body, debug.traceback)
+  if not ok then
+    io.stderr:write('FAIL: ' .. tostring(err) .. '\n--- trace buffer ---\n' .. M.trace_text() .. '\n')
+    local log = package.loaded['mini_agent.log']
+    local path = log and log.path()
+    if path and vim.fn.filereadable(path) == 1 then
+      io.stderr:write('--- daemon log (tail) ---\n' .. table.concat(vim.fn.readfile(path, '', -40), '\n') .. '\n')
+    end
+  end
+  pcall(stop_daemons)
+  if ok then
+    io.stdout:write('PASS\n')
+    vim.cmd('qall!')
+  else
+    vim.cmd('cquit! 1')
+  end
+end
+
+return M

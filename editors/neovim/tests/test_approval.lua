@@ -1,0 +1,93 @@
+-- A tool registered with requiresApproval: the daemon asks (agent/requestPermission), the plugin puts
+-- the tool and its full arguments to vim.ui.select. "Allow once" (answered at once, as the built-in
+-- select does) runs the tool; "Reject" (answered later, as pickers do) does not.
+local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
+
+local function ask(task)
+  local result
+  require('mini_agent').ask(task, {
+    on_done = function(err, res)
+      result = { err = err, res = res }
+    end,
+  })
+  h.wait('the session "' .. task .. '" to end', function()
+    return result ~= nil
+  end)
+  assert(not result.err, vim.inspect(result.err))
+  return result.res
+end
+
+h.run(function()
+  h.load_plugin()
+  require('mini_agent').setup({ cmd = h.daemon_cmd(), llm = { baseUrl = h.base_url, model = 'replay' } })
+  local events = h.record_events({ 'MiniAgentToolsChanged', 'MiniAgentAwaitingApproval', 'MiniAgentToolResult' })
+  local win = vim.api.nvim_get_current_win()
+
+  local prompts = {}
+  local answers = {
+    function(items, on_choice) -- at once
+      on_choice(items[1])
+    end,
+    function(items, on_choice) -- later
+      vim.defer_fn(function()
+        on_choice(items[3])
+      end, 100)
+    end,
+  }
+  vim.ui.select = function(items, opts, on_choice)
+    table.insert(prompts, { prompt = opts.prompt, items = vim.tbl_map(opts.format_item, items) })
+    table.remove(answers, 1)(items, on_choice)
+  end
+
+  vim.cmd('MiniAgentRegister! tools.py')
+  h.wait('the tools to register', function()
+    return h.count(events, 'MiniAgentToolsChanged') > 0
+  end)
+  for _, tool in ipairs(events[1].data.tools) do
+    assert(tool.requiresApproval, tool.name .. ' needs approval')
+  end
+
+  local metrics = h.non_blank_lines(h.root .. '/metrics.py')
+  local allowed = ask('Count the lines of metrics.py')
+  h.eq('end_turn', allowed.stopReason, 'allowed run')
+  h.eq(('metrics.py has %d lines.'):format(metrics), allowed.finalAnswer, 'allowed answer')
+
+  local rejected = ask('Count the lines of schema.py')
+  h.eq('end_turn', rejected.stopReason, 'rejected run')
+  h.find(rejected.finalAnswer, 'declined')
+
+  -- both prompts named the tool with its full arguments and offered the four decisions
+  h.eq(2, #prompts, 'prompts')
+  h.find(prompts[1].prompt, 'count_file_lines {"file_path": "metrics.py"}')
+  h.find(prompts[2].prompt, 'count_file_lines {"file_path": "schema.py"}')
+  h.eq(4, #prompts[1].items, 'options')
+  h.find(prompts[1].items[1], 'Allow once')
+
+  -- the approval events, and the tool results: real output once, a refusal the second time
+  h.eq(2, h.count(events, 'MiniAgentAwaitingApproval'), 'awaiting-approval events')
+  local results = vim.tbl_filter(function(ev)
+    return ev.pattern == 'MiniAgentToolResult'
+  end, events)
+  h.eq('completed', results[1].data.status, 'allowed call')
+  h.eq(tostring(metrics), results[1].data.observation.output, 'allowed output')
+  h.eq('failed', results[2].data.status, 'rejected call')
+
+  local text = h.trace_text()
+  h.in_order(text, {
+    '━━ Count the lines of metrics.py ━━',
+    '→ count_file_lines {"file_path": "metrics.py"}',
+    '⏸ waiting for approval',
+    '✓ allowed once: count_file_lines',
+    ('← count_file_lines: %d'):format(metrics),
+    ('Answer: metrics.py has %d lines.'):format(metrics),
+    '■ done',
+    '━━ Count the lines of schema.py ━━',
+    '→ count_file_lines {"file_path": "schema.py"}',
+    '⏸ waiting for approval',
+    '✗ rejected: count_file_lines',
+    '✗ count_file_lines failed: The user declined to run this tool call.',
+    'Answer: Not counted:',
+    '■ done',
+  })
+  h.eq(win, vim.api.nvim_get_current_win(), 'current window')
+end)

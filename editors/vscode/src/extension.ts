@@ -1,0 +1,485 @@
+/**
+ * Mini Agent for VS Code: commands, the status bar, approval prompts and the trace view around one
+ * daemon per window. The protocol itself lives in protocol.ts and trace.ts.
+ */
+
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import { Daemon, DaemonNotFound, message, SECRET_KEY } from "./daemon";
+import {
+  AgentClient,
+  ApprovalPolicy,
+  errorReason,
+  type Decision,
+  type PermissionRequest,
+  type RunResult,
+  type SessionStatus,
+  type SessionSummary,
+} from "./protocol";
+import { functionAtLine } from "./python";
+import { SessionsView, type SessionItem } from "./sessionsView";
+import { finalAnswer, statusLabel, stopText, TraceStore, type SessionTrace } from "./trace";
+import { shorten, TRACE_VIEW_TYPE, TraceView } from "./traceView";
+
+let state: Extension | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  state = new Extension(context);
+  context.subscriptions.push(state);
+}
+
+export function deactivate(): Promise<void> | undefined {
+  return state?.daemon.stop();
+}
+
+type SessionArg = string | SessionItem | undefined;
+
+class Extension implements vscode.Disposable {
+  readonly output = vscode.window.createOutputChannel("Mini Agent", { log: true });
+  readonly store = new TraceStore();
+  readonly approvals = new ApprovalPolicy((request) => promptPermission(request));
+  readonly daemon: Daemon;
+  private readonly traceView: TraceView;
+  private readonly sessionsView: SessionsView;
+  private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+  private readonly disposables: vscode.Disposable[] = [];
+  private focused: string | undefined;
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.daemon = new Daemon(context.secrets, this.output, {
+      onUpdate: (params) => this.store.apply(params),
+      approvals: this.approvals,
+    });
+    this.traceView = new TraceView(context.extensionUri, this.store);
+    this.sessionsView = new SessionsView(this.store, () => this.storedSessions());
+    this.status.command = "miniAgent.showTrace";
+    this.status.name = "Mini Agent";
+    this.disposables.push(
+      this.output,
+      this.status,
+      this.traceView,
+      this.daemon,
+      vscode.window.registerTreeDataProvider("miniAgent.sessions", this.sessionsView),
+      vscode.window.registerWebviewPanelSerializer(TRACE_VIEW_TYPE, {
+        deserializeWebviewPanel: async (panel, saved) => this.traceView.restore(panel, saved),
+      }),
+      vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => this.updateContext()),
+      context.secrets.onDidChange((event) => {
+        if (event.key === SECRET_KEY) void this.restartIfRunning("the API key changed");
+      }),
+      ...this.registerCommands(),
+    );
+    this.store.onDidChange((trace) => this.onTraceChanged(trace));
+    this.updateContext();
+    this.updateStatus();
+    void this.testAutoRun();
+  }
+
+  dispose(): void {
+    for (const disposable of this.disposables) disposable.dispose();
+  }
+
+  // -- commands ------------------------------------------------------------------------------------
+
+  private registerCommands(): vscode.Disposable[] {
+    const commands: Record<string, (...args: any[]) => unknown> = {
+      "miniAgent.ask": () => this.ask(),
+      "miniAgent.registerFile": (uri?: vscode.Uri) => this.registerFile(uri),
+      "miniAgent.registerFunction": () => this.registerFunction(),
+      "miniAgent.showSessions": () => this.showSessions(),
+      "miniAgent.resumeSession": (arg?: SessionArg) => this.resumeSession(arg),
+      "miniAgent.cancel": (arg?: SessionArg) => this.cancel(arg),
+      "miniAgent.manageApprovals": () => this.manageApprovals(),
+      "miniAgent.setApiKey": () => this.setApiKey(),
+      "miniAgent.showTrace": (arg?: SessionArg) => this.showTrace(arg),
+      "miniAgent.showLog": () => this.output.show(true),
+      "miniAgent.restart": () => this.restart(),
+      "miniAgent.refreshSessions": () => this.sessionsView.refresh(),
+    };
+    return Object.entries(commands).map(([id, run]) =>
+      vscode.commands.registerCommand(id, (...args: unknown[]) => this.guard(id, () => run(...args))),
+    );
+  }
+
+  /** Every command: refused in an untrusted workspace; errors end up as one message, never thrown. */
+  private async guard(id: string, run: () => unknown): Promise<void> {
+    const safe = new Set(["miniAgent.showLog", "miniAgent.setApiKey"]);
+    if (!vscode.workspace.isTrusted && !safe.has(id)) {
+      void vscode.window.showWarningMessage("Mini Agent runs workspace code, so it is off in untrusted workspaces.");
+      return;
+    }
+    try {
+      await run();
+    } catch (error) {
+      this.report(error);
+    }
+  }
+
+  private async ask(): Promise<void> {
+    const task = await vscode.window.showInputBox({
+      title: "Mini Agent: Ask",
+      prompt: "What should the agent do? It can use the tools registered in this workspace.",
+      ignoreFocusOut: true,
+    });
+    if (!task?.trim()) return;
+    await this.askTask(task);
+  }
+
+  private async askTask(task: string): Promise<RunResult> {
+    const agent = await this.daemon.ensure();
+    if ((await agent.listTools()).length === 0) {
+      void vscode.window.showInformationMessage(
+        "No tools are registered yet: the agent can only answer from the model. Use “Mini Agent: Register tools in this file”.",
+      );
+    }
+    const { sessionId } = await agent.startSession(task);
+    this.store.ensure(sessionId, task);
+    this.focused = sessionId;
+    this.traceView.show(sessionId);
+    return this.runSession(agent, sessionId);
+  }
+
+  private async runSession(agent: AgentClient, sessionId: string): Promise<RunResult> {
+    const result = await agent.run(sessionId);
+    const trace = this.store.get(sessionId);
+    if (trace !== undefined) {
+      trace.status = result.status;
+      trace.stopReason = result.stopReason;
+      this.onTraceChanged(trace);
+    }
+    void this.sessionsView.refresh();
+    const answer = result.finalAnswer ?? (trace ? finalAnswer(trace) : undefined);
+    if (result.stopReason === "end_turn" && answer) {
+      void vscode.window
+        .showInformationMessage(`Mini Agent: ${shorten(answer, 200)}`, "Show trace")
+        .then((pick) => pick && this.traceView.show(sessionId));
+    } else if (result.stopReason !== null && result.stopReason !== "end_turn") {
+      const detail = result.error ? `: ${result.error}` : "";
+      void vscode.window.showWarningMessage(`Mini Agent: ${stopText(result.stopReason)}${detail}`, "Show trace")
+        .then((pick) => pick && this.traceView.show(sessionId));
+    }
+    return result;
+  }
+
+  private async registerFile(uri?: vscode.Uri): Promise<void> {
+    const document = await this.pythonDocument(uri);
+    if (document === undefined) return;
+    const agent = await this.daemon.ensure();
+    const tools = await agent.registerFile(document.uri.fsPath);
+    void vscode.window.showInformationMessage(
+      tools.length === 0
+        ? `No public functions in ${path.basename(document.uri.fsPath)}.`
+        : `Mini Agent: registered ${tools.map((tool) => tool.name).join(", ")}.`,
+    );
+  }
+
+  private async registerFunction(): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    const document = await this.pythonDocument(editor?.document.uri);
+    if (editor === undefined || document === undefined) return;
+    const lines = document.getText().split(/\r?\n/);
+    const name = functionAtLine(lines, editor.selection.active.line);
+    if (name === undefined) {
+      void vscode.window.showWarningMessage("Put the cursor inside (or on) a top-level def to register it.");
+      return;
+    }
+    const agent = await this.daemon.ensure();
+    const tools = await agent.registerFunction(document.uri.fsPath, name);
+    void vscode.window.showInformationMessage(`Mini Agent: registered ${tools.map((tool) => tool.name).join(", ")}.`);
+  }
+
+  /** The Python file to register, saved first: the daemon reads it from disk. */
+  private async pythonDocument(uri?: vscode.Uri): Promise<vscode.TextDocument | undefined> {
+    const target = uri ?? vscode.window.activeTextEditor?.document.uri;
+    if (target === undefined || target.scheme !== "file" || !target.fsPath.endsWith(".py")) {
+      void vscode.window.showWarningMessage("Open a Python file of this workspace first.");
+      return undefined;
+    }
+    const document = await vscode.workspace.openTextDocument(target);
+    if (document.isDirty && !(await document.save())) {
+      void vscode.window.showWarningMessage("Save the file first: the agent loads tools from disk.");
+      return undefined;
+    }
+    return document;
+  }
+
+  private async showSessions(): Promise<void> {
+    const picked = await this.pickSession("Show session trace");
+    if (picked !== undefined) await this.showTrace(picked);
+  }
+
+  private async showTrace(arg?: SessionArg): Promise<void> {
+    const sessionId = sessionIdOf(arg) ?? this.focused ?? this.traceView.current;
+    if (sessionId === undefined) {
+      await this.showSessions();
+      return;
+    }
+    if (this.store.get(sessionId) === undefined || !this.isLive(sessionId)) {
+      const agent = await this.daemon.ensure();
+      this.store.load(await agent.getSession(sessionId));
+    }
+    this.focused = sessionId;
+    this.traceView.show(sessionId);
+    this.updateStatus();
+  }
+
+  private async resumeSession(arg?: SessionArg): Promise<void> {
+    const sessionId = sessionIdOf(arg) ?? (await this.pickSession("Resume session", ["ready", "awaiting_approval"]));
+    if (sessionId === undefined) return;
+    const agent = await this.daemon.ensure();
+    this.store.load(await agent.getSession(sessionId));
+    this.focused = sessionId;
+    this.traceView.show(sessionId);
+    await this.runSession(agent, sessionId);
+  }
+
+  private async cancel(arg?: SessionArg): Promise<void> {
+    let sessionId = sessionIdOf(arg);
+    if (sessionId === undefined) {
+      const active = this.store.active();
+      if (active.length === 0) {
+        void vscode.window.showInformationMessage("Mini Agent: no session is running.");
+        return;
+      }
+      sessionId = active.length === 1 ? active[0].sessionId : await this.pickFrom(active.map(summaryOf), "Cancel session");
+    }
+    if (sessionId === undefined) return;
+    const agent = await this.daemon.ensure();
+    const { cancelled } = await agent.cancel(sessionId);
+    if (!cancelled) void vscode.window.showInformationMessage("Mini Agent: that session had no step in flight.");
+  }
+
+  private async manageApprovals(): Promise<void> {
+    type Item = vscode.QuickPickItem & { act?: () => Promise<void> };
+    const items: Item[] = [];
+    const pending = this.approvals.pending();
+    if (pending.length > 0) items.push({ label: "Waiting for a decision", kind: vscode.QuickPickItemKind.Separator });
+    for (const wait of pending) {
+      items.push({
+        label: `$(bell) ${wait.toolCall.name}`,
+        description: shorten(JSON.stringify(wait.toolCall.arguments), 60),
+        detail: `session ${wait.sessionId} — pick to decide`,
+        act: async () => {
+          const choice = await promptPermission({ sessionId: wait.sessionId, toolCall: wait.toolCall, tool: wait.tool, options: [] }, true);
+          if (choice === undefined) return;
+          const agent = await this.daemon.ensure();
+          await agent.approve(wait.sessionId, wait.toolCall.id, this.approvals.record(wait.toolCall.name, choice));
+          this.approvals.settle(wait.toolCall.id);
+        },
+      });
+    }
+    const rules = this.approvals.standing();
+    if (rules.length > 0) items.push({ label: "Standing decisions (pick to revoke)", kind: vscode.QuickPickItemKind.Separator });
+    for (const rule of rules) {
+      items.push({
+        label: `${rule.allow ? "$(check)" : "$(circle-slash)"} ${rule.tool}`,
+        description: rule.allow ? "always allowed" : "always rejected",
+        detail: `since ${new Date(rule.since).toLocaleTimeString()} — the extension answers for it; pick to revoke`,
+        act: async () => {
+          this.approvals.revoke(rule.tool);
+          void vscode.window.showInformationMessage(`Mini Agent: ${rule.tool} will ask again.`);
+        },
+      });
+    }
+    if (items.length === 0) {
+      void vscode.window.showInformationMessage(
+        "Mini Agent: no standing approvals and nothing waiting. “Always allow/reject” choices appear here.",
+      );
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(items, { title: "Mini Agent: Manage approvals" });
+    await picked?.act?.();
+  }
+
+  private async setApiKey(): Promise<void> {
+    const key = await vscode.window.showInputBox({
+      title: "Mini Agent: Set API key",
+      prompt: "Stored in VS Code's secret storage, never in settings.json. Leave empty to remove it.",
+      password: true,
+      ignoreFocusOut: true,
+    });
+    if (key === undefined) return;
+    if (key === "") await this.context.secrets.delete(SECRET_KEY);
+    else await this.context.secrets.store(SECRET_KEY, key);
+    void vscode.window.showInformationMessage(`Mini Agent: API key ${key ? "stored" : "removed"}.`);
+  }
+
+  private async restart(): Promise<void> {
+    await this.daemon.stop();
+    await this.daemon.ensure();
+    void vscode.window.showInformationMessage("Mini Agent: daemon restarted.");
+  }
+
+  // -- sessions --------------------------------------------------------------------------------------
+
+  private async storedSessions(): Promise<SessionSummary[] | undefined> {
+    if (!this.daemon.running) return undefined;
+    try {
+      return (await (await this.daemon.ensure()).listSessions({ limit: 50 })).sessions;
+    } catch (error) {
+      this.output.error(`listSessions: ${message(error)}`);
+      return undefined;
+    }
+  }
+
+  private async pickSession(title: string, statuses?: SessionStatus[]): Promise<string | undefined> {
+    const agent = await this.daemon.ensure();
+    const { sessions } = await agent.listSessions({ limit: 100 });
+    const wanted = statuses === undefined ? sessions : sessions.filter((s) => statuses.includes(s.status));
+    if (wanted.length === 0) {
+      void vscode.window.showInformationMessage("Mini Agent: no matching sessions.");
+      return undefined;
+    }
+    return this.pickFrom(wanted, title);
+  }
+
+  private async pickFrom(sessions: SessionSummary[], title: string): Promise<string | undefined> {
+    const items = sessions.map((s) => ({
+      label: shorten(s.task, 80),
+      description: s.status === "finished" ? stopText(s.stopReason) : s.status.replace("_", " "),
+      detail: `${s.stepCount} steps · ${s.sessionId}${s.finalAnswer ? ` · ${shorten(s.finalAnswer, 80)}` : ""}`,
+      sessionId: s.sessionId,
+    }));
+    return (await vscode.window.showQuickPick(items, { title, matchOnDetail: true }))?.sessionId;
+  }
+
+  private isLive(sessionId: string): boolean {
+    return (this.store.get(sessionId)?.events.length ?? 0) > 0;
+  }
+
+  // -- status ----------------------------------------------------------------------------------------
+
+  private onTraceChanged(trace: SessionTrace): void {
+    if (trace.status === "running" || trace.status === "awaiting_approval") this.focused = trace.sessionId;
+    this.updateStatus();
+    this.writeTestTrace();
+  }
+
+  private updateStatus(): void {
+    const trace = this.focused === undefined ? undefined : this.store.get(this.focused);
+    this.status.text = statusLabel(trace);
+    this.status.tooltip = trace ? `${trace.task}\n\nClick to show the trace.` : "Mini Agent: click to show sessions.";
+    if (vscode.workspace.isTrusted) this.status.show();
+    else this.status.hide();
+  }
+
+  private updateContext(): void {
+    void vscode.commands.executeCommand("setContext", "miniAgent.trusted", vscode.workspace.isTrusted);
+    this.updateStatus();
+  }
+
+  private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
+    const restartKeys = ["command", "args", "pythonPath", "baseUrl", "model", "toolMode", "maxSteps", "logLevel"];
+    if (restartKeys.some((key) => event.affectsConfiguration(`miniAgent.${key}`))) {
+      void this.restartIfRunning("the settings changed");
+    }
+  }
+
+  private async restartIfRunning(why: string): Promise<void> {
+    if (!this.daemon.running) return;
+    if (this.store.active().length > 0) {
+      void vscode.window.showInformationMessage(`Mini Agent: ${why}; run “Mini Agent: Restart daemon” when the session ends.`);
+      return;
+    }
+    this.output.info(`restarting: ${why}`);
+    await this.daemon.restart().catch((error: unknown) => this.report(error));
+  }
+
+  private report(error: unknown): void {
+    this.output.error(`${message(error)}`);
+    if (error instanceof DaemonNotFound) {
+      void vscode.window
+        .showErrorMessage(error.message, "Open settings", "Show log")
+        .then((pick) => {
+          if (pick === "Open settings") void vscode.commands.executeCommand("workbench.action.openSettings", "miniAgent");
+          if (pick === "Show log") this.output.show(true);
+        });
+      return;
+    }
+    const reason = errorReason(error);
+    const text = reason === "session_busy" ? "that session is already running" : message(error);
+    void vscode.window.showErrorMessage(`Mini Agent: ${text}`, "Show log").then((pick) => pick && this.output.show(true));
+  }
+
+  // -- test hooks ------------------------------------------------------------------------------------
+
+  /** miniAgent.test.traceFile: write every trace this window saw to a JSON file (for end-to-end tests). */
+  private writeTestTrace(extra: Record<string, unknown> = {}): void {
+    const file = vscode.workspace.getConfiguration("miniAgent").get<string>("test.traceFile");
+    if (!file) return;
+    const body = JSON.stringify({ sessions: this.store.all(), statusBar: this.status.text, ...extra }, null, 2);
+    fs.writeFileSync(file, body);
+  }
+
+  /** miniAgent.test.autoRun: register files and ask once at start-up (for end-to-end tests). */
+  private async testAutoRun(): Promise<void> {
+    const auto = vscode.workspace.getConfiguration("miniAgent").get<{ register?: string[]; task?: string }>("test.autoRun");
+    const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    if (!auto?.task || root === undefined || !vscode.workspace.isTrusted) return;
+    try {
+      const agent = await this.daemon.ensure();
+      const tools = [];
+      for (const file of auto.register ?? []) tools.push(...(await agent.registerFile(path.join(root, file))));
+      const result = await this.askTask(auto.task);
+      this.writeTestTrace({ done: true, tools: tools.map((tool) => tool.name), result });
+    } catch (error) {
+      this.writeTestTrace({ done: true, error: message(error) });
+    }
+  }
+}
+
+// -- approval prompt -------------------------------------------------------------------------------
+
+const CHOICES: { label: string; decision: Decision }[] = [
+  { label: "Allow once", decision: "allow_once" },
+  { label: "Always allow", decision: "allow_always" },
+  { label: "Reject", decision: "reject_once" },
+  { label: "Always reject", decision: "reject_always" },
+];
+
+/**
+ * Ask the user about one tool call: a notification first (it does not steal focus), then a modal
+ * dialog with the full arguments. Dismissing either leaves the call waiting (Manage approvals).
+ */
+async function promptPermission(request: PermissionRequest, direct = false): Promise<Decision | undefined> {
+  const call = request.toolCall;
+  const args = JSON.stringify(call.arguments, null, 2) ?? call.rawArguments;
+  if (!direct) {
+    const first = await vscode.window.showWarningMessage(
+      `Mini Agent wants to run ${call.name}(${shorten(JSON.stringify(call.arguments) ?? "", 80)})`,
+      "Review…",
+      "Allow once",
+      "Reject",
+    );
+    if (first === "Allow once") return "allow_once";
+    if (first === "Reject") return "reject_once";
+    if (first === undefined) return undefined;
+  }
+  const source = request.tool.source ? `\n\nDefined in ${request.tool.source.path}:${request.tool.source.line}` : "";
+  const picked = await vscode.window.showWarningMessage(
+    `Allow Mini Agent to run “${call.name}”?`,
+    { modal: true, detail: `Arguments:\n${args}${source}\n\n“Always” holds for this tool until you revoke it in Manage approvals.` },
+    ...CHOICES.map((choice) => choice.label),
+  );
+  return CHOICES.find((choice) => choice.label === picked)?.decision;
+}
+
+function sessionIdOf(arg: SessionArg): string | undefined {
+  return typeof arg === "string" ? arg : arg?.sessionId;
+}
+
+function summaryOf(trace: SessionTrace): SessionSummary {
+  return {
+    sessionId: trace.sessionId,
+    task: trace.task,
+    status: trace.status,
+    stopReason: trace.stopReason,
+    finalAnswer: finalAnswer(trace) ?? null,
+    stepCount: trace.step + 1,
+    usage: trace.usage ?? { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
+    createdAt: "",
+    updatedAt: "",
+  };
+}

@@ -1,0 +1,291 @@
+/**
+ * Folds the daemon's `agent/update` stream (or a stored Session) into a trace: the ordered list of
+ * what happened in a session, which the trace view renders and the status bar summarises.
+ *
+ * Pure data, no `vscode`: the tests feed it real notifications from the daemon.
+ */
+
+import type {
+  Observation,
+  Session,
+  SessionStatus,
+  StepResult,
+  StopReason,
+  Update,
+  UpdateParams,
+  Usage,
+} from "./protocol";
+
+export type ToolCallState = "pending" | "in_progress" | "completed" | "failed";
+
+export type TraceEntry =
+  | { kind: "thought"; step: number; text: string; chunks: number }
+  | {
+      kind: "tool";
+      step: number;
+      toolCallId: string;
+      name: string;
+      arguments: unknown;
+      rawArguments: string;
+      state: ToolCallState;
+      observation?: Observation;
+    }
+  | { kind: "answer"; step: number; text: string }
+  | { kind: "status"; step: number; status: SessionStatus; stopReason: StopReason | null; message: string | null };
+
+export interface SessionTrace {
+  sessionId: string;
+  task: string;
+  status: SessionStatus;
+  stopReason: StopReason | null;
+  step: number;
+  entries: TraceEntry[];
+  usage: Usage | null;
+  /** Every update as it arrived, kind and step only: lets a test check the order of events. */
+  events: { step: number; kind: Update["kind"] }[];
+}
+
+const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
+
+export function newTrace(sessionId: string, task = ""): SessionTrace {
+  return { sessionId, task, status: "ready", stopReason: null, step: 0, entries: [], usage: null, events: [] };
+}
+
+/** Apply one update in place; consecutive thought chunks of a step join into one entry. */
+export function applyUpdate(trace: SessionTrace, step: number, update: Update): void {
+  trace.step = step;
+  trace.events.push({ step, kind: update.kind });
+  switch (update.kind) {
+    case "agent_thought_chunk":
+      appendText(trace, "thought", step, update.text);
+      return;
+    case "agent_message_chunk":
+      appendText(trace, "answer", step, update.text);
+      return;
+    case "tool_call":
+      trace.entries.push({
+        kind: "tool",
+        step,
+        toolCallId: update.toolCallId,
+        name: update.name,
+        arguments: update.arguments,
+        rawArguments: update.rawArguments,
+        state: "pending",
+      });
+      trace.status = "running";
+      return;
+    case "tool_call_update": {
+      const entry = findTool(trace, update.toolCallId);
+      if (entry === undefined) return;
+      entry.state = update.status;
+      if (update.observation !== undefined) entry.observation = update.observation;
+      return;
+    }
+    case "usage_update":
+      trace.usage = update.total;
+      return;
+    case "status":
+      trace.status = update.status;
+      trace.stopReason = update.stopReason ?? null;
+      if (update.stopReason || update.message) {
+        trace.entries.push({
+          kind: "status",
+          step,
+          status: update.status,
+          stopReason: update.stopReason ?? null,
+          message: update.message ?? null,
+        });
+      }
+      return;
+  }
+}
+
+function appendText(trace: SessionTrace, kind: "thought" | "answer", step: number, text: string): void {
+  const last = trace.entries[trace.entries.length - 1];
+  if (last !== undefined && last.kind === kind && last.step === step) {
+    last.text += text;
+    if (last.kind === "thought") last.chunks += 1;
+    return;
+  }
+  trace.entries.push(kind === "thought" ? { kind, step, text, chunks: 1 } : { kind, step, text });
+}
+
+function findTool(trace: SessionTrace, toolCallId: string): Extract<TraceEntry, { kind: "tool" }> | undefined {
+  for (let i = trace.entries.length - 1; i >= 0; i -= 1) {
+    const entry = trace.entries[i];
+    if (entry.kind === "tool" && entry.toolCallId === toolCallId) return entry;
+  }
+  return undefined;
+}
+
+/** Rebuild a trace from a stored session (agent/getSession): one thought, its calls and results per step. */
+export function traceFromSession(session: Session): SessionTrace {
+  const trace = newTrace(session.sessionId, session.task);
+  for (const step of session.steps) appendStep(trace, step);
+  trace.status = session.status;
+  trace.stopReason = session.stopReason;
+  trace.usage = session.usage ?? ZERO_USAGE;
+  trace.step = Math.max(0, session.steps.length - 1);
+  return trace;
+}
+
+function appendStep(trace: SessionTrace, step: StepResult): void {
+  const i = step.index;
+  if (step.thought) trace.entries.push({ kind: "thought", step: i, text: step.thought, chunks: 1 });
+  for (const call of step.toolCalls) {
+    const observation = step.observations.find((obs) => obs.toolCallId === call.id);
+    trace.entries.push({
+      kind: "tool",
+      step: i,
+      toolCallId: call.id,
+      name: call.name,
+      arguments: call.arguments,
+      rawArguments: call.rawArguments,
+      state: observation === undefined ? "pending" : observation.isError ? "failed" : "completed",
+      observation,
+    });
+  }
+  for (const obs of step.observations) {
+    if (!step.toolCalls.some((call) => call.id === obs.toolCallId)) {
+      // A format error: the daemon's note to the model, with no call behind it.
+      trace.entries.push({
+        kind: "tool",
+        step: i,
+        toolCallId: obs.toolCallId,
+        name: obs.toolName || "(format)",
+        arguments: null,
+        rawArguments: "",
+        state: "failed",
+        observation: obs,
+      });
+    }
+  }
+  if (step.finalAnswer) trace.entries.push({ kind: "answer", step: i, text: step.finalAnswer });
+  if (step.stopReason || step.error) {
+    trace.entries.push({
+      kind: "status",
+      step: i,
+      status: step.status,
+      stopReason: step.stopReason,
+      message: step.error,
+    });
+  }
+}
+
+/** All sessions the extension has seen, fed by agent/update. */
+export class TraceStore {
+  private readonly traces = new Map<string, SessionTrace>();
+  private readonly listeners = new Set<(trace: SessionTrace) => void>();
+
+  apply(params: UpdateParams): SessionTrace {
+    const trace = this.ensure(params.sessionId);
+    applyUpdate(trace, params.step, params.update);
+    this.fire(trace);
+    return trace;
+  }
+
+  ensure(sessionId: string, task = ""): SessionTrace {
+    let trace = this.traces.get(sessionId);
+    if (trace === undefined) {
+      trace = newTrace(sessionId, task);
+      this.traces.set(sessionId, trace);
+    } else if (task && !trace.task) {
+      trace.task = task;
+    }
+    return trace;
+  }
+
+  /** Replace what we hold with the stored session (after a restart, or to show an old one). */
+  load(session: Session): SessionTrace {
+    const trace = traceFromSession(session);
+    this.traces.set(session.sessionId, trace);
+    this.fire(trace);
+    return trace;
+  }
+
+  get(sessionId: string): SessionTrace | undefined {
+    return this.traces.get(sessionId);
+  }
+
+  all(): SessionTrace[] {
+    return [...this.traces.values()];
+  }
+
+  active(): SessionTrace[] {
+    return this.all().filter((trace) => trace.status === "running" || trace.status === "awaiting_approval");
+  }
+
+  onDidChange(listener: (trace: SessionTrace) => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  private fire(trace: SessionTrace): void {
+    for (const listener of this.listeners) listener(trace);
+  }
+}
+
+// -- one-line summaries ----------------------------------------------------------------------------
+
+/** The status-bar text: "$(sync~spin) mini-agent: step 2 · count_file_lines". */
+export function statusLabel(trace: SessionTrace | undefined): string {
+  if (trace === undefined) return "$(hubot) mini-agent";
+  const step = `step ${trace.step + 1}`;
+  switch (trace.status) {
+    case "running": {
+      const tool = runningTool(trace);
+      return `$(sync~spin) mini-agent: ${step}${tool ? ` · ${tool}` : ""}`;
+    }
+    case "awaiting_approval":
+      return `$(bell) mini-agent: ${step} · awaiting approval`;
+    case "finished":
+      return `$(${trace.stopReason === "end_turn" ? "check" : "warning"}) mini-agent: ${stopText(trace.stopReason)}`;
+    case "ready":
+      return trace.stopReason === null && trace.entries.length === 0
+        ? "$(hubot) mini-agent"
+        : `$(debug-pause) mini-agent: ${lastStopText(trace)}`;
+  }
+}
+
+function runningTool(trace: SessionTrace): string | undefined {
+  for (let i = trace.entries.length - 1; i >= 0; i -= 1) {
+    const entry = trace.entries[i];
+    if (entry.step !== trace.step) return undefined;
+    if (entry.kind === "tool" && (entry.state === "pending" || entry.state === "in_progress")) return entry.name;
+  }
+  return undefined;
+}
+
+function lastStopText(trace: SessionTrace): string {
+  for (let i = trace.entries.length - 1; i >= 0; i -= 1) {
+    const entry = trace.entries[i];
+    if (entry.kind === "status" && entry.stopReason) return stopText(entry.stopReason);
+  }
+  return "ready";
+}
+
+export function stopText(reason: StopReason | null): string {
+  switch (reason) {
+    case "end_turn":
+      return "done";
+    case "max_turn_requests":
+      return "step budget used up";
+    case "cancelled":
+      return "cancelled";
+    case "loop_detected":
+      return "stopped: loop detected";
+    case "error":
+      return "model error";
+    default:
+      return "finished";
+  }
+}
+
+/** The final answer of a trace, if it has one. */
+export function finalAnswer(trace: SessionTrace): string | undefined {
+  for (let i = trace.entries.length - 1; i >= 0; i -= 1) {
+    const entry = trace.entries[i];
+    if (entry.kind === "answer") return entry.text;
+  }
+  return undefined;
+}

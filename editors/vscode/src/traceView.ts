@@ -1,0 +1,112 @@
+/**
+ * The trace view: one webview panel that shows the trace of one session at a time and follows its
+ * updates. It never takes focus — it is revealed beside the editor with preserveFocus.
+ */
+
+import * as vscode from "vscode";
+import { renderTrace } from "./render";
+import type { SessionTrace, TraceStore } from "./trace";
+
+export const TRACE_VIEW_TYPE = "miniAgent.trace";
+const RENDER_DELAY_MS = 50;
+
+export class TraceView implements vscode.Disposable {
+  private panel: vscode.WebviewPanel | undefined;
+  private sessionId: string | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly subscription: { dispose(): void };
+
+  constructor(private readonly extensionUri: vscode.Uri, private readonly store: TraceStore) {
+    this.subscription = store.onDidChange((trace) => {
+      if (trace.sessionId === this.sessionId) this.scheduleRender();
+    });
+  }
+
+  /** Show a session's trace; creates the panel beside the editor without moving the focus. */
+  show(sessionId: string): void {
+    this.sessionId = sessionId;
+    if (this.panel === undefined) {
+      this.adopt(
+        vscode.window.createWebviewPanel(
+          TRACE_VIEW_TYPE,
+          "Mini Agent",
+          { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+          this.webviewOptions(),
+        ),
+      );
+    } else {
+      this.panel.reveal(undefined, true);
+    }
+    this.render();
+  }
+
+  /** Restore a panel VS Code kept across a reload (the session is lost; it shows the latest one). */
+  restore(panel: vscode.WebviewPanel, state: unknown): void {
+    panel.webview.options = this.webviewOptions();
+    this.adopt(panel);
+    const saved = (state as { sessionId?: string } | undefined)?.sessionId;
+    this.sessionId = saved ?? this.store.all().at(-1)?.sessionId;
+    this.render();
+  }
+
+  get current(): string | undefined {
+    return this.sessionId;
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.panel?.dispose();
+  }
+
+  private adopt(panel: vscode.WebviewPanel): void {
+    this.panel = panel;
+    panel.iconPath = vscode.Uri.joinPath(this.extensionUri, "media", "icon.svg");
+    panel.webview.html = this.shell(panel.webview);
+    panel.onDidDispose(() => {
+      this.panel = undefined;
+    });
+  }
+
+  private webviewOptions(): vscode.WebviewOptions & vscode.WebviewPanelOptions {
+    return {
+      enableScripts: true,
+      retainContextWhenHidden: true,
+      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, "media")],
+    };
+  }
+
+  private scheduleRender(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.render();
+    }, RENDER_DELAY_MS);
+  }
+
+  private render(): void {
+    const trace: SessionTrace | undefined = this.sessionId ? this.store.get(this.sessionId) : undefined;
+    if (this.panel === undefined || trace === undefined) return;
+    this.panel.title = `Mini Agent: ${shorten(trace.task || trace.sessionId, 30)}`;
+    void this.panel.webview.postMessage({ type: "trace", sessionId: trace.sessionId, html: renderTrace(trace) });
+  }
+
+  private shell(webview: vscode.Webview): string {
+    const nonce = [...Array(32)].map(() => Math.floor(Math.random() * 36).toString(36)).join("");
+    const media = (file: string) => webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "media", file));
+    const csp = `default-src 'none'; style-src ${webview.cspSource}; script-src 'nonce-${nonce}';`;
+    return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${media("trace.css")}">
+<title>Mini Agent</title></head>
+<body><main id="trace"><p class="empty">No session yet. Run “Mini Agent: Ask…”.</p></main>
+<script nonce="${nonce}" src="${media("trace.js")}"></script></body></html>`;
+  }
+}
+
+export function shorten(text: string, max: number): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+}

@@ -1,0 +1,220 @@
+/**
+ * The extension's protocol module against the real daemon over stdio, with the scripted model
+ * server as the model: what the trace view would show, approvals, cancel.
+ */
+
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { AgentClient, ApprovalPolicy, type Decision, type PermissionRequest, type Tool } from "../src/protocol";
+import { renderTrace } from "../src/render";
+import { finalAnswer, statusLabel, traceFromSession, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
+import { copyWorkspace, startDaemon, startReplay, waitFor, type DaemonConnection, type Replay } from "./harness";
+
+const COUNT_SCHEMA = [
+  'Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {"file_path": "schema.py"}',
+];
+const FINAL = { content: "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines." };
+
+/** What count_file_lines(file, ignore_empty=True) returns, computed here independently. */
+function nonEmptyLines(file: string): number {
+  return fs.readFileSync(file, "utf-8").split("\n").filter((line) => line.trim() !== "").length;
+}
+
+interface Rig {
+  workspace: string;
+  replay: Replay;
+  daemon: DaemonConnection;
+  store: TraceStore;
+  client: AgentClient;
+  asked: PermissionRequest[];
+  approvals: ApprovalPolicy;
+}
+
+/** A workspace copy, a replay server with `turns`, the daemon, and an AgentClient with a scripted prompt. */
+async function rig(turns: unknown[], answers: (Decision | undefined)[] = []): Promise<Rig> {
+  const workspace = copyWorkspace();
+  const replay = await startReplay(turns, workspace);
+  const daemon = await startDaemon(workspace, { llm: { baseUrl: replay.url, model: "replay", toolMode: "react" }, maxSteps: 6 });
+  const store = new TraceStore();
+  const asked: PermissionRequest[] = [];
+  const approvals = new ApprovalPolicy(async (request) => {
+    asked.push(request);
+    return answers.shift();
+  });
+  const client = new AgentClient(daemon.peer, { onUpdate: (params) => store.apply(params), approvals });
+  return { workspace, replay, daemon, store, client, asked, approvals };
+}
+
+async function closeRig(r: Rig | undefined): Promise<void> {
+  if (r === undefined) return;
+  r.client.dispose();
+  await r.daemon.close();
+  await r.replay.close();
+  fs.rmSync(r.workspace, { recursive: true, force: true });
+}
+
+type Tools = Extract<TraceEntry, { kind: "tool" }>;
+const tools = (trace: SessionTrace): Tools[] => trace.entries.filter((e): e is Tools => e.kind === "tool");
+
+describe("ask: a run streamed into the trace model", () => {
+  let r: Rig;
+  let registered: Tool[];
+  let trace: SessionTrace;
+  let expected: number;
+
+  before(async () => {
+    r = await rig([{ content: COUNT_SCHEMA[0] }, FINAL]);
+    expected = nonEmptyLines(path.join(r.workspace, "schema.py"));
+    registered = await r.client.registerFile(path.join(r.workspace, "tools.py"));
+    const { sessionId, status } = await r.client.startSession("How many non-empty lines does schema.py have?");
+    assert.equal(status, "ready");
+    const result = await r.client.run(sessionId);
+    assert.equal(result.stopReason, "end_turn", r.daemon.stderr());
+    assert.equal(result.status, "finished");
+    trace = r.store.get(sessionId)!;
+  });
+  after(() => closeRig(r));
+
+  test("registering tools.py reflects both public functions", () => {
+    assert.deepEqual(registered.map((tool) => tool.name).sort(), ["count_file_lines", "list_python_files"]);
+    const count = registered.find((tool) => tool.name === "count_file_lines")!;
+    assert.deepEqual((count.inputSchema as { required?: string[] }).required, ["file_path"]);
+    assert.equal(count.source?.function, "count_file_lines");
+  });
+
+  test("thought chunks, the tool call, its observation and the final answer arrive in order", () => {
+    const kinds = trace.events.map((event) => `${event.step}:${event.kind}`);
+    const firstThought = kinds.indexOf("0:agent_thought_chunk");
+    const call = kinds.indexOf("0:tool_call");
+    const done = kinds.lastIndexOf("0:tool_call_update");
+    const answer = kinds.indexOf("1:agent_message_chunk");
+    assert.ok(firstThought >= 0 && firstThought < call && call < done && done < answer, kinds.join(" "));
+    const thought = trace.entries.find((e) => e.kind === "thought" && e.step === 0);
+    assert.ok(thought?.kind === "thought" && thought.chunks >= 1 && thought.text.includes("count the lines"));
+  });
+
+  test("the observation carries the tool's real value", () => {
+    const [call] = tools(trace);
+    assert.equal(call.name, "count_file_lines");
+    assert.deepEqual(call.arguments, { file_path: "schema.py" });
+    assert.equal(call.state, "completed");
+    assert.equal(call.observation?.isError, false);
+    assert.equal(call.observation?.output.trim(), String(expected));
+  });
+
+  test("the final answer quotes it, and usage is counted", () => {
+    assert.equal(finalAnswer(trace), `schema.py has ${expected} non-empty lines.`);
+    assert.equal(trace.status, "finished");
+    assert.equal(trace.stopReason, "end_turn");
+    assert.ok(trace.usage !== null && trace.usage.promptTokens > 0 && trace.usage.completionTokens > 0);
+    assert.match(statusLabel(trace), /^\$\(check\) mini-agent: done$/);
+  });
+
+  test("the stored session rebuilds the same trace (Show sessions)", async () => {
+    const { sessions } = await r.client.listSessions();
+    assert.ok(sessions.some((s) => s.sessionId === trace.sessionId && s.stepCount === 2));
+    const stored = traceFromSession(await r.client.getSession(trace.sessionId));
+    const shape = (t: SessionTrace) => t.entries.filter((e) => e.kind !== "status").map((e) => `${e.step}:${e.kind}`);
+    assert.deepEqual(shape(stored), shape(trace));
+    assert.equal(tools(stored)[0].observation?.output.trim(), String(expected));
+    assert.equal(finalAnswer(stored), finalAnswer(trace));
+  });
+
+  test("the trace view's HTML shows the call, the observation and the answer", () => {
+    const html = renderTrace(trace);
+    assert.ok(html.includes("count_file_lines"));
+    assert.ok(html.includes(`&quot;file_path&quot;: &quot;schema.py&quot;`));
+    assert.ok(html.includes(`schema.py has ${expected} non-empty lines.`));
+  });
+});
+
+describe("approvals", () => {
+  let r: Rig | undefined;
+  after(() => closeRig(r));
+
+  test("allow always is held by the extension; revoked, the next call asks again; a rejection reaches the model", async () => {
+    const call = { content: COUNT_SCHEMA[0] };
+    const rejected = { content: "Final Answer: not allowed: {last_observation}" };
+    r = await rig([call, call, FINAL, call, rejected], ["allow_always", "reject_once"]);
+    const [tool] = await r.client.registerFunction(path.join(r.workspace, "tools.py"), "count_file_lines", {
+      requiresApproval: true,
+    });
+    assert.equal(tool.requiresApproval, true);
+
+    const first = await r.client.startSession("count twice");
+    assert.equal((await r.client.run(first.sessionId)).stopReason, "end_turn", r.daemon.stderr());
+    assert.equal(r.asked.length, 1, "the second call is answered by the standing rule, without a prompt");
+    const request = r.asked[0];
+    assert.equal(request.sessionId, first.sessionId);
+    assert.equal(request.toolCall.name, "count_file_lines");
+    assert.deepEqual(request.toolCall.arguments, { file_path: "schema.py" });
+    assert.equal(request.tool.requiresApproval, true);
+    assert.deepEqual(request.options.map((o) => o.kind).sort(), ["allow_always", "allow_once", "reject_always", "reject_once"]);
+    const firstCalls = tools(r.store.get(first.sessionId)!);
+    assert.equal(firstCalls.length, 2);
+    assert.ok(firstCalls.every((c) => c.state === "completed" && c.observation?.isError === false));
+    assert.deepEqual(r.approvals.standing().map((rule) => [rule.tool, rule.allow]), [["count_file_lines", true]]);
+
+    assert.equal(r.approvals.revoke("count_file_lines"), true);
+    const second = await r.client.startSession("count once more");
+    const secondRun = await r.client.run(second.sessionId);
+    assert.equal(secondRun.stopReason, "end_turn", r.daemon.stderr());
+    assert.equal(r.asked.length, 2, "revoked: the call prompts again");
+    const [refused] = tools(r.store.get(second.sessionId)!);
+    assert.equal(refused.state, "failed");
+    assert.equal(refused.observation?.isError, true);
+    assert.ok(secondRun.finalAnswer?.startsWith("not allowed: "));
+    assert.ok(secondRun.finalAnswer!.length > "not allowed: ".length);
+  });
+
+  test("a prompt dismissed leaves the run waiting; agent/approve lets it go on", async () => {
+    await closeRig(r);
+    r = await rig([{ content: COUNT_SCHEMA[0] }, FINAL], [undefined]);
+    const expected = nonEmptyLines(path.join(r.workspace, "schema.py"));
+    await r.client.registerFunction(path.join(r.workspace, "tools.py"), "count_file_lines", { requiresApproval: true });
+    const { sessionId } = await r.client.startSession("count with a late approval");
+    const running = r.client.run(sessionId);
+    const policy = r.approvals;
+    await waitFor((listener) => policy.onDidChange(listener), () => policy.pending().length === 1);
+    const [waiting] = policy.pending();
+    assert.equal(waiting.sessionId, sessionId);
+    const stored = await r.client.getSession(sessionId);
+    assert.equal(stored.status, "awaiting_approval");
+    assert.deepEqual(stored.pendingApprovals.map((p) => p.toolCall.id), [waiting.toolCall.id]);
+
+    await r.client.approve(sessionId, waiting.toolCall.id, "allow_once");
+    policy.settle(waiting.toolCall.id);
+    const result = await running;
+    assert.equal(result.stopReason, "end_turn", r.daemon.stderr());
+    assert.equal(result.finalAnswer, `schema.py has ${expected} non-empty lines.`);
+    assert.equal(policy.pending().length, 0);
+  });
+});
+
+describe("cancel", () => {
+  let r: Rig | undefined;
+  after(() => closeRig(r));
+
+  test("agent/cancel during a slow model reply ends the step as cancelled and leaves the session ready", async () => {
+    r = await rig([{ delay: 60, content: "Final Answer: too late" }]);
+    const { sessionId } = await r.client.startSession("wait for a slow model");
+    const running = r.client.run(sessionId);
+    const store = r.store;
+    await waitFor((listener) => store.onDidChange(listener), () => store.get(sessionId)?.status === "running");
+    assert.match(statusLabel(store.get(sessionId)!), /^\$\(sync~spin\) mini-agent: step 1/);
+
+    const answer = await r.client.cancel(sessionId);
+    assert.equal(answer.cancelled, true);
+    const result = await running;
+    assert.equal(result.stopReason, "cancelled");
+    assert.equal(result.status, "ready");
+    assert.equal(result.finalAnswer, null);
+    const trace = store.get(sessionId)!;
+    assert.equal(trace.status, "ready");
+    assert.ok(trace.entries.some((e) => e.kind === "status" && e.stopReason === "cancelled"));
+    assert.equal(statusLabel(trace), "$(debug-pause) mini-agent: cancelled");
+    assert.equal((await r.client.getSession(sessionId)).status, "ready");
+  });
+});

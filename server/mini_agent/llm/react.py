@@ -1,0 +1,457 @@
+"""Text ReAct, for model servers without native tool calling.
+
+The protocol goes into the system prompt; the history is rendered append-only so that the server's
+prefix cache keeps hitting; the parser turns one completion into exactly one of an action, a final
+answer, or a format error written for the model to read and fix. Pure functions, no I/O.
+
+Parsing rules, in short (the reasons are in docs and in tests/test_react_parser.py):
+
+- Markers (``Thought:``, ``Action:``, ``Action Input:``, ``Final Answer:``, ``Observation:``) count only
+  at the start of a line; case, extra spaces, markdown bold, a number (``Action 1:``) and the
+  full-width colon are tolerated. Before the first action, markers inside ``` fences do not count.
+- The first decision wins: a JSON object decoded after ``Action Input:`` ends the parse, so anything the
+  model invented afterwards (an observation, a final answer) is ignored; an ``Observation:`` line cuts
+  the text anywhere else.
+- ``<think>`` blocks are reasoning. A completion whose only tag is a closing ``</think>`` at the end of
+  a line is taken as reasoning up to it (chat templates that open the block inside the prompt).
+- JSON is decoded, never repaired: anything the decoder rejects is reported with the raw text.
+- Line endings are normalised to ``\\n`` in the thought and the answer; ``raw_arguments`` is the exact
+  slice of the completion that was decoded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from mini_agent.contracts import Message, Role, ToolCall, ToolSpec
+
+STOP_SEQUENCES: tuple[str, ...] = ("\nObservation:", "\nObservation：", "Observation:")
+
+EXPECTED_FORMAT = (
+    "Thought: <your reasoning>\n"
+    "Action: <tool name>\n"
+    'Action Input: <the arguments as one JSON object, e.g. {"path": "notes.txt"}>\n'
+    "\n"
+    "or, when you can answer:\n"
+    "\n"
+    "Thought: <your reasoning>\n"
+    "Final Answer: <your answer>"
+)
+
+_PROTOCOL = """\
+## How to work
+
+Work in rounds. In each round write one of the two forms below, every marker at the start of its own line.
+
+To use a tool:
+Thought: what you know so far and what you need next
+Action: the tool's name, exactly as listed ({names})
+Action Input: the arguments as a single JSON object, e.g. {{"key": "value"}}
+
+Inside JSON strings, write a line break as \\n. After the Action Input, stop: the tool's result \
+arrives in the next message, starting with "Observation:". Never write an Observation yourself, not \
+even inside an argument: that word ends your turn.
+
+When you have what you need:
+Thought: why you are done
+Final Answer: your answer for the user"""
+
+
+def build_system_prompt(base: str, tools: Sequence[ToolSpec]) -> str:
+    """The base prompt followed by the tool list and the protocol.
+
+    Without tools there is no protocol to teach: the base prompt comes back unchanged, and a plain
+    reply parses as a final answer. Same inputs give the same bytes (the prefix cache needs it).
+    """
+    if not tools:
+        return base
+    entries = [
+        f"### {tool.name}\n{tool.description.strip()}\n"
+        f"Arguments (JSON Schema): {json.dumps(tool.input_schema, ensure_ascii=False, sort_keys=False)}"
+        for tool in tools
+    ]
+    names = ", ".join(tool.name for tool in tools)
+    sections = [
+        base.rstrip(),
+        "## Tools\n\nYou can call these tools:\n\n" + "\n\n".join(entries),
+        _PROTOCOL.format(names=names),
+    ]
+    return "\n\n".join(section for section in sections if section)
+
+
+def render_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, str]]:
+    """Chat messages for a text-only server, one per history entry and each independent of the rest.
+
+    Assistant turns are sent back exactly as the model wrote them, and observations become user
+    turns, so the rendering of a longer history always extends that of a shorter one.
+    """
+    return [_render_one(message, tools) for message in messages]
+
+
+def _render_one(message: Message, tools: Sequence[ToolSpec]) -> dict[str, str]:
+    if message.role is Role.SYSTEM:
+        return {"role": "system", "content": build_system_prompt(message.content, tools)}
+    if message.role is Role.TOOL:
+        return {"role": "user", "content": "Observation: " + message.content}
+    return {"role": message.role.value, "content": message.content}
+
+
+def render_action(thought: str, name: str, arguments: dict[str, Any]) -> str:
+    """A completion that `parse` reads back as this call (scripted models, examples, tests)."""
+    return f"Thought: {thought}\nAction: {name}\nAction Input: {json.dumps(arguments, ensure_ascii=False)}"
+
+
+def render_final(thought: str, answer: str) -> str:
+    """A completion that `parse` reads back as this answer."""
+    return f"Thought: {thought}\nFinal Answer: {answer}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReactTurn:
+    """One parsed completion: exactly one of `call`, `final_answer` and `format_error` is set.
+
+    `thought` is the reasoning without its markers (``<think>`` blocks included); a format error is
+    written for the model: what was wrong, its own text, and `EXPECTED_FORMAT`.
+    """
+
+    thought: str
+    call: ToolCall | None
+    final_answer: str | None
+    format_error: str | None
+
+
+def parse(text: str, *, call_id: str, truncated: bool = False) -> ReactTurn:
+    """Read one completion. `truncated` says the server stopped on its token limit."""
+    return _Parser(text, call_id, truncated).run()
+
+
+# --- markers -------------------------------------------------------------------------------------
+
+
+class _Kind(Enum):
+    THOUGHT = "thought"
+    ACTION_INPUT = "action_input"
+    ACTION = "action"
+    FINAL = "final"
+    OBSERVATION = "observation"
+
+
+# Possessive quantifiers only: a line of 200 KB of spaces or asterisks must fail in one pass.
+_MARKER = re.compile(
+    r"[ \t#]*+(?P<em>[*_]++)?[ \t]*+"
+    r"(?:(?P<thought>thought)|(?P<action_input>action[ \t_]*+input)|(?P<action>action)"
+    r"|(?P<final>final[ \t_]*+answer)|(?P<observation>observation))"
+    r"[ \t]*+(?:\d++[ \t]*+)?(?(em)[*_]*+[ \t]*+)[:：](?(em)[*_]*+)",
+    re.IGNORECASE,
+)
+
+
+def _marker(line: str) -> tuple[_Kind, int] | None:
+    """The marker a line starts with, and where the text after it begins."""
+    match = _MARKER.match(line)
+    if match is None:
+        return None
+    kind = next(kind for kind in _Kind if match[kind.value] is not None)
+    return kind, match.end()
+
+
+def _is_fence(line: str) -> bool:
+    return line.lstrip().startswith("```")
+
+
+def _line_end(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return len(text) if end < 0 else end
+
+
+def _next_marker_line(text: str, pos: int, kinds: frozenset[_Kind], *, fences: bool) -> int:
+    """Start of the first line after the one holding `pos` that opens with one of `kinds`."""
+    in_fence = False
+    end = _line_end(text, pos)
+    while end < len(text):
+        start = end + 1
+        end = _line_end(text, start)
+        line = text[start:end]
+        if fences and _is_fence(line):
+            in_fence = not in_fence
+            continue
+        found = None if in_fence else _marker(line)
+        if found is not None and found[0] in kinds:
+            return start
+    return len(text)
+
+
+_ANY_MARKER = frozenset(_Kind)
+_OBSERVATION = frozenset({_Kind.OBSERVATION})
+
+
+# --- tool names and JSON -------------------------------------------------------------------------
+
+_NO_TOOL = frozenset({"", "none", "null", "nil", "n/a"})
+_NAME_DECOR = "*`'\"“”‘’[]"
+_NAME_NOTE = re.compile(r"[(（]")
+
+
+def _clean_name(raw: str) -> str:
+    """`search`, 'search', **search**, search (looks things up) -> search."""
+    name = _NAME_NOTE.split(raw, maxsplit=1)[0]
+    return name.strip().strip(_NAME_DECOR).strip()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen.add(key)
+    return dict(pairs)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+# Whitespace, markdown emphasis and a ```json fence opener that models put before the object.
+_INPUT_LEAD = re.compile(r"[\s*_`]*+(?:json\b)?[\s*_`]*+", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Json:
+    value: Any = None
+    raw: str = ""
+    error: str | None = None
+    incomplete: bool = False
+
+
+def _decode_at(region: str, at: int) -> _Json:
+    candidate = region[at:]
+    try:
+        value, stop = _DECODER.raw_decode(candidate)
+    except json.JSONDecodeError as exc:
+        incomplete = exc.pos >= len(candidate.rstrip()) or exc.msg.startswith("Unterminated string")
+        return _Json(raw=candidate, error=str(exc), incomplete=incomplete)
+    except (ValueError, RecursionError) as exc:
+        return _Json(raw=candidate, error=str(exc) or "JSON nested too deeply")
+    return _Json(value=value, raw=candidate[:stop])
+
+
+def _read_json(region: str) -> _Json | None:
+    """The value after `Action Input:`; if it does not start one, the object at the first `{`.
+
+    None when there is nothing but whitespace and markdown.
+    """
+    lead = _INPUT_LEAD.match(region)
+    at = lead.end() if lead else 0
+    if at >= len(region):
+        return None
+    first = _decode_at(region, at)
+    if first.error is None or region[at] == "{":
+        return first
+    brace = region.find("{", at)
+    return first if brace < 0 else _decode_at(region, brace)
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+# --- format errors -------------------------------------------------------------------------------
+
+_EXCERPT_CHARS = 300
+
+
+def _excerpt(raw: str) -> str:
+    raw = raw.strip()
+    if not raw:
+        return "(nothing)"
+    if len(raw) <= _EXCERPT_CHARS:
+        return raw
+    return f"{raw[:_EXCERPT_CHARS]} … [{len(raw) - _EXCERPT_CHARS} more characters]"
+
+
+def _error_message(problem: str, raw: str, *, truncated: bool, detail: str | None) -> str:
+    lines = [f"Format error: {problem}."]
+    if truncated:
+        lines.append("Your reply was cut off by the token limit before it was complete; write less.")
+    if detail:
+        lines.append(f"JSON decoder: {detail}")
+    lines += [f"Your text: {_excerpt(raw)}", "Reply in exactly this format:", EXPECTED_FORMAT]
+    return "\n".join(lines)
+
+
+# --- the parser ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Action:
+    line: str
+    name: str | None
+
+    @property
+    def names_a_tool(self) -> bool:
+        return self.name is not None and self.name.casefold() not in _NO_TOOL
+
+
+class _Parser:
+    """One left-to-right pass over the lines; each line is looked at a bounded number of times."""
+
+    def __init__(self, text: str, call_id: str, truncated: bool) -> None:
+        self.text = text
+        self.call_id = call_id
+        self.truncated = truncated
+        self.pieces: list[tuple[bool, str]] = []  # (is reasoning, text) in order
+
+    def run(self) -> ReactTurn:
+        text = self.text
+        pos = self._orphan_think()
+        in_fence = False
+        saw_thought = False
+        action: _Action | None = None
+        while pos <= len(text):
+            end = _line_end(text, pos)
+            line = text[pos:end]
+            head = line.lstrip()
+            found = None
+            if action is None and head.startswith("```"):
+                in_fence = not in_fence
+            elif action is None and head.startswith("<think>") and not in_fence:
+                pos = self._think(end - len(head) + len("<think>"))  # the tag's line start + the tag
+                continue
+            elif action is not None or not in_fence:
+                found = _marker(line)
+            if found is None:
+                self._plain(line, action)
+                pos = end + 1
+                continue
+            kind, body = found
+            if kind is _Kind.OBSERVATION:
+                break
+            if action is not None and kind is not _Kind.ACTION_INPUT:
+                return self._unfinished(action)
+            rest = text[pos + body : end]
+            if kind is _Kind.ACTION_INPUT:
+                return self._action_input(action, pos, pos + body)
+            if kind is _Kind.FINAL:
+                return self._final(pos, pos + body)
+            if kind is _Kind.ACTION:
+                action = _Action(line=line, name=_clean_name(rest) or None)
+            else:
+                saw_thought = True
+                self._add(False, rest.lstrip(" \t"))
+            pos = end + 1
+        if action is not None:
+            return self._unfinished(action)
+        return self._undecided(saw_thought)
+
+    # pieces of the thought
+
+    def _add(self, reasoning: bool, piece: str) -> None:
+        piece = piece.replace("\r\n", "\n").removesuffix("\r")
+        self.pieces.append((reasoning, piece.strip() if reasoning else piece))
+
+    def _joined(self, *, reasoning: bool | None = None) -> str:
+        kept = (piece for is_reasoning, piece in self.pieces if reasoning in (None, is_reasoning))
+        return "\n".join(kept).strip()
+
+    def _plain(self, line: str, action: _Action | None) -> None:
+        """A line without a marker: thought before an action, the tool's name right after `Action:`."""
+        if action is None:
+            self._add(False, line)
+        elif action.name is None:
+            action.name = _clean_name(line) or None
+
+    def _orphan_think(self) -> int:
+        """Skip reasoning whose `<think>` was part of the prompt, so only `</think>` is in the text."""
+        text = self.text
+        close = text.find("</think>")
+        if close < 0 or text.find("<think>", 0, close) >= 0:
+            return 0
+        after = close + len("</think>")
+        if text[after : _line_end(text, after)].strip():
+            return 0
+        self._add(True, text[:close])
+        return after
+
+    def _think(self, start: int) -> int:
+        close = self.text.find("</think>", start)
+        if close < 0:
+            self._add(True, self.text[start:])
+            return len(self.text) + 1
+        self._add(True, self.text[start:close])
+        return close + len("</think>")
+
+    # outcomes
+
+    def _turn(self, *, call: ToolCall | None = None, answer: str | None = None) -> ReactTurn:
+        return ReactTurn(thought=self._joined(), call=call, final_answer=answer, format_error=None)
+
+    def _error(self, problem: str, raw: str, detail: str | None = None) -> ReactTurn:
+        message = _error_message(problem, raw, truncated=self.truncated, detail=detail)
+        return ReactTurn(thought=self._joined(), call=None, final_answer=None, format_error=message)
+
+    def _unfinished(self, action: _Action) -> ReactTurn:
+        if not action.names_a_tool:
+            return self._error("the Action line names no tool", action.line)
+        return self._error(f"Action `{action.name}` is not followed by an Action Input line", action.line)
+
+    def _action_input(self, action: _Action | None, line_start: int, start: int) -> ReactTurn:
+        end = _next_marker_line(self.text, start, _ANY_MARKER, fences=False)
+        region = self.text[start:end]
+        if action is None:
+            return self._error("Action Input without an Action line before it", self.text[line_start:end])
+        if not action.names_a_tool:
+            return self._error("the Action line names no tool", action.line)
+        name = action.name or ""
+        decoded = _read_json(region)
+        if decoded is None:
+            return self._error(f"the Action Input for `{name}` is empty", self.text[line_start:end])
+        if decoded.error is not None:
+            return self._error(self._json_problem(name, decoded), decoded.raw, decoded.error)
+        if not isinstance(decoded.value, dict):
+            problem = f"the Action Input for `{name}` must be a JSON object, not {_json_kind(decoded.value)}"
+            return self._error(problem, decoded.raw)
+        call = ToolCall(id=self.call_id, name=name, arguments=decoded.value, raw_arguments=decoded.raw)
+        return self._turn(call=call)
+
+    def _json_problem(self, name: str, decoded: _Json) -> str:
+        if decoded.incomplete and self.truncated:
+            return f"the JSON object in the Action Input for `{name}` was cut off by the token limit"
+        if decoded.incomplete:
+            return (
+                f"the JSON object in the Action Input for `{name}` ends before it is closed (if an argument "
+                "held the word `Observation:`, that word ended your reply: leave it out of arguments)"
+            )
+        return f"the Action Input for `{name}` is not valid JSON"
+
+    def _final(self, line_start: int, start: int) -> ReactTurn:
+        end = _next_marker_line(self.text, start, _OBSERVATION, fences=True)
+        answer = self.text[start:end].replace("\r\n", "\n").strip()
+        if not answer:
+            return self._error("the Final Answer is empty", self.text[line_start:end])
+        return self._turn(answer=answer)
+
+    def _undecided(self, saw_thought: bool) -> ReactTurn:
+        """No Action and no Final Answer: plain text is the answer, a bare Thought is an error."""
+        if saw_thought:
+            return self._error("a Thought must be followed by an Action or a Final Answer", self.text)
+        answer = self._joined(reasoning=False)
+        if not answer:
+            empty = not self._joined()
+            problem = "the reply is empty" if empty else "the reply has no Action and no Final Answer"
+            return self._error(problem, self.text)
+        thought = self._joined(reasoning=True)
+        return ReactTurn(thought=thought, call=None, final_answer=answer, format_error=None)

@@ -1,0 +1,551 @@
+"""Durable sessions in one SQLite file per workspace (standard library sqlite3, WAL).
+
+The runtime checkpoints a session several times per step (model reply, tool start, each
+observation, end of step), so `save` writes only what changed since the last save: new messages
+are appended, the newest step is upserted, the session header is updated — one transaction,
+O(change) not O(history). That relies on the runtime's append-only discipline: messages are only
+ever appended, and only the newest step is still being filled in.
+
+A lease row per session keeps two daemons on one workspace from stepping the same session at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import sys
+import threading
+import time
+import types
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from .contracts import Message, Role, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
+from .session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord
+
+STORE_DIR = ".mini-agent"
+STORE_FILE = "sessions.db"
+FIX_HINT = "set initializationOptions.store.path to use another file"
+
+# Migration i (0-based) takes `PRAGMA user_version` from i to i + 1; never edit a released one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            task TEXT NOT NULL,
+            status TEXT NOT NULL,
+            stop_reason TEXT,
+            final_answer TEXT,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            cached_tokens INTEGER NOT NULL,
+            standing TEXT NOT NULL,
+            pending TEXT NOT NULL,
+            step_count INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            config TEXT NOT NULL,
+            tools TEXT NOT NULL)""",
+        "CREATE INDEX sessions_by_update ON sessions (updated_at)",
+        "CREATE INDEX sessions_by_status ON sessions (status, updated_at)",
+        """CREATE TABLE messages (
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            name TEXT,
+            PRIMARY KEY (session_id, seq)) WITHOUT ROWID""",
+        """CREATE TABLE steps (
+            session_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            record TEXT NOT NULL,
+            PRIMARY KEY (session_id, idx)) WITHOUT ROWID""",
+        """CREATE TABLE leases (
+            session_id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            process TEXT NOT NULL,
+            host TEXT NOT NULL,
+            heartbeat REAL NOT NULL)""",
+        "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
+)
+
+# The header columns, in the order `_header` produces them (the session id comes last).
+HEADER = ("task", "status", "stop_reason", "final_answer", "prompt_tokens", "completion_tokens",
+          "cached_tokens", "standing", "pending", "step_count", "created_at", "updated_at")
+SUMMARY = ("id", "task", "status", "stop_reason", "final_answer", "step_count", "prompt_tokens",
+           "completion_tokens", "cached_tokens", "created_at", "updated_at")
+
+_SETUP = (*HEADER, "config", "tools")
+UPSERT_SESSION = (
+    f"INSERT INTO sessions ({', '.join(_SETUP)}, id) VALUES ({', '.join('?' * (len(_SETUP) + 1))})"
+    f" ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _SETUP)}"
+)
+INSERT_MESSAGE = "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)"
+UPSERT_STEP = "INSERT INTO steps VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET record = excluded.record"
+
+# Tells a lease left by an earlier process that had our pid (a restarted container) from our own.
+PROCESS_TOKEN = uuid.uuid4().hex
+
+
+class StoreError(Exception):
+    """The session store cannot be used; the message names the file and what to do about it."""
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A session as `list` shows it: the header without history."""
+
+    session_id: str
+    task: str
+    status: SessionStatus
+    stop_reason: StopReason | None
+    final_answer: str | None
+    step_count: int
+    usage: TokenUsage
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    session_id: str
+    owner: str
+    pid: int
+    process: str
+    host: str
+    heartbeat: float
+
+
+@dataclass(slots=True)
+class _Written:
+    """What the store already holds for a session, so the next save writes only the difference."""
+
+    messages: int
+    steps: int
+    last_step: str
+    header: tuple[Any, ...]
+    config: AgentConfig
+    tools: list[ToolSpec]
+
+
+SessionPage = tuple[list[SessionRow], int]
+Registrations = list[dict[str, Any]]
+
+
+def default_path(workspace: Path) -> Path:
+    return workspace / STORE_DIR / STORE_FILE
+
+
+class SqliteStore:
+    """One connection, used from one thread at a time (a lock guards it if that is ever not so)."""
+
+    def __init__(self, path: Path, *, busy_timeout: float = 5.0, lease_stale_after: float = 300.0) -> None:
+        self.path = Path(path)
+        self.busy_timeout = busy_timeout
+        self.lease_stale_after = lease_stale_after
+        self._lock = threading.RLock()
+        self._written: dict[str, _Written] = {}
+        self._host = socket.gethostname()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            message = f"cannot create the folder for {self.path} ({exc}); {FIX_HINT}"
+            raise StoreError(message, self.path) from exc
+        with self._errors("opening the session store"):
+            self._conn = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        try:
+            with self._errors("opening the session store"):
+                self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    @classmethod
+    def for_workspace(cls, workspace: Path, **options: float) -> SqliteStore:
+        """The workspace's default store; its folder gets a .gitignore so sessions (and any API key in
+        their model settings) stay out of version control."""
+        path = default_path(workspace)
+        store = cls(path, **options)
+        ignore = path.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# mini-agent session store\n*\n", encoding="utf-8")
+        return store
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"{action}: {_explain(self.path, exc, self.busy_timeout)}", self.path) from exc
+
+    @contextmanager
+    def _transaction(self, action: str, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        """IMMEDIATE takes the write lock up front, so racing writers queue on the busy timeout
+        instead of failing when a read would have to turn into a write."""
+        with self._lock, self._errors(action):
+            self._conn.execute(f"BEGIN {mode}")
+            try:
+                yield self._conn
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _version(self) -> int:
+        with self._errors("reading the schema version"):
+            version: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        return version
+
+    def _migrate(self) -> None:
+        known = len(MIGRATIONS)
+        if self._version() == known:
+            return
+        with self._transaction("upgrading the session store") as conn:
+            found = self._version()
+            if found > known:
+                raise StoreError(
+                    f"{self.path} was written by a newer mini-agent (schema version {found}, this one reads "
+                    f"up to {known}); upgrade mini-agent or {FIX_HINT}",
+                    self.path,
+                )
+            for number in range(found, known):
+                for statement in MIGRATIONS[number]:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number + 1}")
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def save(self, session: AgentSession) -> None:
+        sid = session.session_id
+        mark = self._written.pop(sid, None)
+        if mark is not None and (len(session.messages) < mark.messages or len(session.steps) < mark.steps):
+            mark = None  # history was rewritten, not appended to: store it whole
+        header = _header(session)
+        steps = _step_rows(session, mark)
+        same_setup = mark is not None and session.config == mark.config and session.tools == mark.tools
+        if (mark is not None and same_setup and header == mark.header and not steps
+                and len(session.messages) == mark.messages):
+            self._written[sid] = mark
+            return
+        with self._transaction(f"saving session {sid}") as conn:
+            if mark is not None and not (same_setup and _update_header(conn, header, mark.header)):
+                mark = None  # new setup, or the row was deleted meanwhile
+            if mark is None:
+                setup = (_dumps(session.config), _dumps(session.tools))
+                conn.execute(UPSERT_SESSION, (*header[:-1], *setup, sid))
+                conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
+                conn.execute("DELETE FROM steps WHERE session_id = ?", (sid,))
+                steps = _step_rows(session, None)
+            first = 0 if mark is None else mark.messages
+            conn.executemany(INSERT_MESSAGE, _message_rows(sid, session.messages, first))
+            conn.executemany(UPSERT_STEP, steps)
+        self._remember(session, header, steps[-1][2] if steps else mark.last_step if mark else "")
+
+    def _remember(self, session: AgentSession, header: tuple[Any, ...], last_step: str) -> None:
+        self._written[session.session_id] = _Written(
+            len(session.messages), len(session.steps), last_step, header, session.config, list(session.tools)
+        )
+
+    def load(self, session_id: str) -> AgentSession | None:
+        with self._transaction(f"loading session {session_id}", "DEFERRED") as conn:
+            head = conn.execute(
+                f"SELECT {', '.join(HEADER)}, config, tools FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if head is None:
+                return None
+            messages = conn.execute(
+                "SELECT role, content, tool_calls, tool_call_id, name FROM messages WHERE session_id = ? "
+                "ORDER BY seq", (session_id,)
+            ).fetchall()
+            steps = [row[0] for row in conn.execute(
+                "SELECT record FROM steps WHERE session_id = ? ORDER BY idx", (session_id,)
+            )]
+        try:
+            session = _session_from(session_id, head, messages, steps)
+        except (ValueError, TypeError, KeyError) as exc:
+            message = f"session {session_id} in {self.path} cannot be read ({exc!r}); delete it or {FIX_HINT}"
+            raise StoreError(message, self.path) from exc
+        self._remember(session, _header(session), steps[-1] if steps else "")
+        return session
+
+    def delete(self, session_id: str) -> bool:
+        with self._transaction(f"deleting session {session_id}") as conn:
+            for table in ("messages", "steps", "leases"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            found = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+        self._written.pop(session_id, None)
+        return found
+
+    def list(self, status: str | None = None, limit: int = 50, offset: int = 0) -> SessionPage:
+        """Newest first; ties (same updated_at) go to the later-created row."""
+        where, args = ("WHERE status = ?", (status,)) if status is not None else ("", ())
+        with self._transaction("listing sessions", "DEFERRED") as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(SUMMARY)} FROM sessions {where} ORDER BY updated_at DESC, rowid DESC "
+                "LIMIT ? OFFSET ?", (*args, limit, offset)
+            ).fetchall()
+            total: int = conn.execute(f"SELECT count(*) FROM sessions {where}", args).fetchone()[0]
+        return [_row(values) for values in rows], total
+
+    # -- registrations --------------------------------------------------------------------------
+
+    def save_registrations(self, items: Registrations) -> None:
+        with self._transaction("saving tool registrations") as conn:
+            conn.execute("INSERT OR REPLACE INTO kv VALUES ('registrations', ?)", (_dumps(items),))
+
+    def load_registrations(self) -> Registrations:
+        with self._transaction("loading tool registrations", "DEFERRED") as conn:
+            row = conn.execute("SELECT value FROM kv WHERE key = 'registrations'").fetchone()
+        try:
+            items: Any = json.loads(row[0]) if row else []
+        except ValueError:
+            items = None
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise StoreError(f"the tool registrations in {self.path} are damaged; register the tools again",
+                             self.path)
+        return items
+
+    # -- leases ---------------------------------------------------------------------------------
+
+    def acquire(self, session_id: str, owner: str) -> bool:
+        """Take the session's lease: free, ours already, or left behind by a holder that is gone."""
+        with self._transaction(f"taking the lease on session {session_id}") as conn:
+            held = _lease(conn.execute("SELECT * FROM leases WHERE session_id = ?", (session_id,)).fetchone())
+            if held is not None and held.owner != owner and not self._lapsed(held):
+                return False
+            conn.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?, ?)",
+                         (session_id, owner, os.getpid(), PROCESS_TOKEN, self._host, time.time()))
+            return True
+
+    def _lapsed(self, lease: Lease) -> bool:
+        """On this host a lease dies with its process; elsewhere only its heartbeat can tell."""
+        if lease.host != self._host or sys.platform == "win32":  # os.kill(pid, 0) would kill on Windows
+            return time.time() - lease.heartbeat > self.lease_stale_after
+        if lease.pid == os.getpid():
+            return lease.process != PROCESS_TOKEN
+        try:
+            os.kill(lease.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, but someone else's
+            return False
+        return False
+
+    def lease(self, session_id: str) -> Lease | None:
+        with self._transaction("reading a session lease", "DEFERRED") as conn:
+            return _lease(conn.execute("SELECT * FROM leases WHERE session_id = ?", (session_id,)).fetchone())
+
+    def heartbeat(self, owner: str) -> int:
+        """Refresh the owner's leases, so daemons on other hosts sharing the file do not expire them."""
+        with self._transaction("refreshing session leases") as conn:
+            count: int = conn.execute(
+                "UPDATE leases SET heartbeat = ? WHERE owner = ?", (time.time(), owner)
+            ).rowcount
+        return count
+
+    def release(self, session_id: str, owner: str) -> bool:
+        with self._transaction(f"releasing the lease on session {session_id}") as conn:
+            count: int = conn.execute(
+                "DELETE FROM leases WHERE session_id = ? AND owner = ?", (session_id, owner)
+            ).rowcount
+        return count > 0
+
+    def release_all(self, owner: str) -> int:
+        with self._transaction("releasing session leases") as conn:
+            count: int = conn.execute("DELETE FROM leases WHERE owner = ?", (owner,)).rowcount
+        return count
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def _explain(path: Path, exc: sqlite3.Error, busy_timeout: float) -> str:
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        return (f"{path} is not a usable SQLite database ({exc}); move it aside (a new one is created), "
+                f"or {FIX_HINT}")
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return (f"{path} is locked by another process ({exc}; waited {busy_timeout:g} s); stop the other "
+                f"program using it, or {FIX_HINT}")
+    if primary == sqlite3.SQLITE_CANTOPEN:
+        return f"cannot open {path} ({exc}); check that its folder exists and is writable, or {FIX_HINT}"
+    if primary == sqlite3.SQLITE_READONLY:
+        return f"{path} is read-only ({exc}); make it and its folder writable, or {FIX_HINT}"
+    if primary == sqlite3.SQLITE_FULL:
+        return f"the disk holding {path} is full ({exc}); free some space, or {FIX_HINT}"
+    return f"SQLite failed on {path} ({exc}); {FIX_HINT}"
+
+
+# -- rows ---------------------------------------------------------------------------------------
+
+
+def _header(session: AgentSession) -> tuple[Any, ...]:
+    usage = session.usage
+    return (
+        session.task, session.status.value, _value(session.stop_reason), session.final_answer,
+        usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
+        _dumps(session.standing_decisions), _dumps(session.pending), len(session.steps),
+        session.created_at, session.updated_at, session.session_id,
+    )
+
+
+def _update_header(conn: sqlite3.Connection, header: tuple[Any, ...], before: tuple[Any, ...]) -> bool:
+    """Set only the columns that changed: naming an indexed column (status, updated_at) in an UPDATE
+    rewrites its index entries even when the value is the same. False when the row is gone."""
+    changed = [n for n in range(len(HEADER)) if header[n] != before[n]]
+    if not changed:
+        return True
+    columns = ", ".join(f"{HEADER[n]} = ?" for n in changed)
+    values = [header[n] for n in changed]
+    return conn.execute(f"UPDATE sessions SET {columns} WHERE id = ?", (*values, header[-1])).rowcount > 0
+
+
+def _step_rows(session: AgentSession, mark: _Written | None) -> list[tuple[str, int, str]]:
+    """Steps to write: every step new since `mark`, and the last one written if it changed since."""
+    start = 0 if mark is None else max(mark.steps - 1, 0)
+    rows = []
+    for idx in range(start, len(session.steps)):
+        record = _dumps(session.steps[idx])
+        if mark is None or idx >= mark.steps or record != mark.last_step:
+            rows.append((session.session_id, idx, record))
+    return rows
+
+
+def _message_rows(sid: str, messages: list[Message], first: int) -> Iterator[tuple[Any, ...]]:
+    for seq in range(first, len(messages)):
+        m = messages[seq]
+        calls = _dumps(m.tool_calls) if m.tool_calls else None
+        yield sid, seq, m.role.value, m.content, calls, m.tool_call_id, m.name
+
+
+def _session_from(
+    sid: str, head: tuple[Any, ...], messages: list[tuple[Any, ...]], steps: list[str]
+) -> AgentSession:
+    (task, status, stop_reason, final_answer, prompt, completion, cached, standing, pending, _, created_at,
+     updated_at, config, tools) = head
+    return AgentSession(
+        session_id=sid,
+        task=task,
+        config=_loads(AgentConfig, config),
+        tools=_loads(list[ToolSpec], tools),
+        messages=[
+            Message(Role(role), content, _loads(tuple[ToolCall, ...], calls) if calls else (), call_id, name)
+            for role, content, calls, call_id, name in messages
+        ],
+        steps=[_loads(StepRecord, record) for record in steps],
+        status=SessionStatus(status),
+        stop_reason=StopReason(stop_reason) if stop_reason is not None else None,
+        final_answer=final_answer,
+        usage=TokenUsage(prompt, completion, cached),
+        standing_decisions=_loads(dict[str, Decision], standing),
+        pending=_loads(list[PendingApproval], pending),
+        created_at=created_at,
+        updated_at=updated_at,
+    )
+
+
+def _row(values: tuple[Any, ...]) -> SessionRow:
+    sid, task, status, stop_reason, final_answer, steps, prompt, completion, cached, created, updated = values
+    return SessionRow(sid, task, SessionStatus(status), StopReason(stop_reason) if stop_reason else None,
+                      final_answer, steps, TokenUsage(prompt, completion, cached), created, updated)
+
+
+def _lease(row: tuple[Any, ...] | None) -> Lease | None:
+    return Lease(*row) if row is not None else None
+
+
+def _value(member: Enum | None) -> Any:
+    return member.value if member is not None else None
+
+
+# -- dataclasses <-> JSON -----------------------------------------------------------------------
+# JSON keeps ints and floats apart and prints floats with repr, so numbers come back exactly.
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(_encode(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def _loads(kind: Any, text: str) -> Any:
+    return _decode(kind, json.loads(text))
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _encode(value: Any) -> Any:
+    if type(value) in _PLAIN:  # exact types: an enum member is never plain
+        return value
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {key: _encode(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode(item) for item in value]
+    if isinstance(value, set | frozenset):
+        return sorted(_encode(item) for item in value)
+    kind = type(value)
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(f.name for f in fields(value))  # TypeError for anything else
+    return {name: _encode(getattr(value, name)) for name in names}
+
+
+def _decode(kind: Any, value: Any) -> Any:
+    """Rebuild a value of type `kind` (a dataclass, enum, container or Optional of these)."""
+    origin = get_origin(kind)
+    if value is None or kind is Any or origin is Literal:
+        return value
+    if origin is Union or origin is types.UnionType:
+        (inner,) = [arg for arg in get_args(kind) if arg is not type(None)]
+        return _decode(inner, value)
+    if origin in (list, set, frozenset, tuple):
+        item = get_args(kind)[0]
+        return origin(_decode(item, element) for element in value)
+    if origin is dict:
+        item = get_args(kind)[1]
+        return {key: _decode(item, element) for key, element in value.items()}
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return kind(value)
+    if isinstance(kind, type) and hasattr(kind, "__dataclass_fields__"):
+        hints = _HINTS.get(kind)
+        if hints is None:
+            hints = _HINTS[kind] = get_type_hints(kind)
+        return kind(**{name: _decode(hints[name], item) for name, item in value.items() if name in hints})
+    return value

@@ -1,0 +1,66 @@
+"""The `@tool` marker for workspace functions.
+
+Workspace files import this (through `from mini_agent import tool`), so it must stay free of heavy
+imports: it only attaches options that the tool host's reflection reads later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OPTIONS_ATTRIBUTE = "__mini_agent_tool__"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    name: str | None = None
+    description: str | None = None
+    requires_approval: bool = False
+    idempotent: bool = False
+    timeout_sec: float | None = None
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+    idempotent: bool = False,
+    timeout_sec: float | None = None,
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    fn: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+    idempotent: bool = False,
+    timeout_sec: float | None = None,
+) -> F | Callable[[F], F]:
+    """Mark a workspace function as a tool, as `@tool` or `@tool(name=..., ...)`.
+
+    The function itself is returned unchanged, so it stays callable and testable as plain Python.
+    """
+    if timeout_sec is not None and timeout_sec <= 0:
+        raise ValueError(f"timeout_sec must be positive, got {timeout_sec}")
+    options = ToolOptions(name, description, requires_approval, idempotent, timeout_sec)
+
+    def mark(target: F) -> F:
+        setattr(target, OPTIONS_ATTRIBUTE, options)
+        return target
+
+    return mark if fn is None else mark(fn)

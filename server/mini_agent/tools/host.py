@@ -1,0 +1,322 @@
+"""Daemon side of the tool host: a small pool of host subprocesses per workspace.
+
+The daemon never imports workspace code; it only routes requests to `host_main` subprocesses and
+turns their faults (exit, signal, hang, broken pipe, cancellation) into results. Each host runs one
+request at a time; up to `max_hosts` hosts are started on demand so parallel tool calls overlap.
+A host that dies or is killed is dropped and the next request starts a fresh one, which re-loads
+the files it needs before its first call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mini_agent.tools import protocol
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+_EXIT_GRACE_SEC = 2.0
+
+
+class LoadError(Exception):
+    """A file could not be loaded or reflected; the message is meant for the client."""
+
+
+class HostDied(Exception):
+    """The host went away mid-request; the message says how (exit code, signal, closed pipe)."""
+
+    def __init__(self, message: str, logs: str = "") -> None:
+        super().__init__(message)
+        self.logs = logs  # what the failed request printed before the host died
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    output: str
+    is_error: bool = False
+    truncated: bool = False
+    logs: str = ""
+
+
+class _Exited(asyncio.SubprocessProtocol):
+    def __init__(self) -> None:
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def process_exited(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+class _Worker:
+    """One host subprocess and its pipes."""
+
+    def __init__(
+        self,
+        transport: asyncio.SubprocessTransport,
+        exited: _Exited,
+        reader: asyncio.StreamReader,
+        reader_transport: asyncio.ReadTransport,
+        request_fd: int,
+        log_fd: int,
+        max_output: int,
+    ) -> None:
+        self.transport = transport
+        self.exited = exited
+        self.reader = reader
+        self.reader_transport = reader_transport
+        self.request_fd = request_fd
+        self.log_fd = log_fd
+        self.max_output = max_output
+        self.loaded: dict[str, int] = {}  # path → the generation of the file this host has executed
+        self.closed = False
+
+    @classmethod
+    async def start(cls, root: Path, python: str, max_output: int, timeout: float) -> _Worker:
+        loop = asyncio.get_running_loop()
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        log_fd = _capture_file()
+        child_fds = (request_r, reply_w, log_fd)
+        command = [
+            python, "-m", "mini_agent.tools.host_main",
+            "--request-fd", str(request_r), "--reply-fd", str(reply_w), "--log-fd", str(log_fd),
+            "--max-output", str(max_output), "--parent", str(os.getpid()),
+        ]  # fmt: skip
+        try:
+            transport, exited = await loop.subprocess_exec(
+                _Exited, *command,
+                stdin=subprocess.DEVNULL, stdout=2, stderr=None,  # stray host output goes to our stderr
+                cwd=root, env=_host_env(), pass_fds=child_fds, start_new_session=True,
+            )  # fmt: skip
+        except BaseException:
+            for fd in (request_r, request_w, reply_r, reply_w, log_fd):
+                os.close(fd)
+            raise
+        os.close(request_r)
+        os.close(reply_w)
+        reader = asyncio.StreamReader(limit=protocol.MAX_FRAME_BYTES)
+        reader_transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(reply_r, "rb", buffering=0)
+        )
+        worker = cls(transport, exited, reader, reader_transport, request_w, log_fd, max_output)
+        try:
+            await asyncio.wait_for(worker.receive(), timeout)
+        except BaseException as exc:
+            worker.kill()
+            if isinstance(exc, HostDied | TimeoutError):
+                reason = str(exc) or f"no answer within {timeout:g} s"
+                raise HostDied(f"the tool host could not start ({reason})") from exc
+            raise
+        return worker
+
+    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            _write_all(self.request_fd, protocol.encode(message))
+        except OSError as exc:
+            raise await self._died(await self._exit_description()) from exc
+        return await self.receive()
+
+    async def receive(self) -> dict[str, Any]:
+        try:
+            header = await self.reader.readexactly(protocol.HEADER.size)
+            return protocol.decode(await self.reader.readexactly(protocol.frame_length(header)))
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            raise await self._died(await self._exit_description()) from exc
+        except protocol.ProtocolError as exc:
+            raise await self._died(f"the tool host broke the protocol ({exc})") from exc
+
+    def logs(self) -> str:
+        """What the current request printed so far, read straight from the capture file."""
+        if self.closed:
+            return ""
+        try:
+            return protocol.read_log(self.log_fd, self.max_output)
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """Kill the host and everything it started (its own process group), then close our ends."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.transport.get_returncode() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.transport.get_pid(), signal.SIGKILL)
+        self.transport.close()
+        self.reader_transport.close()
+        os.close(self.request_fd)
+        os.close(self.log_fd)
+
+    async def stop(self) -> None:
+        self.kill()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.exited.done), _EXIT_GRACE_SEC)
+
+    async def _died(self, description: str) -> HostDied:
+        died = HostDied(description, self.logs())
+        self.kill()
+        return died
+
+    async def _exit_description(self) -> str:
+        """Wait briefly for the exit status, so the message can name the code or signal."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self.exited.done), _EXIT_GRACE_SEC)
+        except TimeoutError:
+            return "the tool host closed its pipe"
+        code = self.transport.get_returncode()
+        if code is not None and code < 0:
+            return f"the tool host was killed by signal {_signal_name(-code)}"
+        return f"the tool host exited with code {code}"
+
+
+class ToolHost:
+    """Runs workspace functions in host subprocesses (a pool of 1..max_hosts, started on demand)."""
+
+    def __init__(
+        self,
+        workspace_root: Path,
+        *,
+        max_output_bytes: int = 65536,
+        max_hosts: int = 4,
+        python: str = sys.executable,
+        start_timeout_sec: float = 60.0,
+    ) -> None:
+        self._root = Path(workspace_root)
+        self._max_output = max_output_bytes
+        self._python = python
+        self._start_timeout = start_timeout_sec
+        self._slots = asyncio.Semaphore(max_hosts)
+        self._idle: list[_Worker] = []
+        self._busy: set[_Worker] = set()
+        self._generation: dict[str, int] = {}
+
+    async def load(
+        self,
+        path: Path,
+        *,
+        function: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float = 30.0,
+    ) -> list[dict[str, Any]]:
+        """Execute `path` afresh in a host and return its tool dicts; other hosts follow lazily."""
+        key = str(path)
+        request = {"op": "load", "path": key, "function": function, "name": name, "description": description}
+        try:
+            async with self._lease() as worker:
+                worker.loaded.pop(key, None)  # even a failed load has replaced the module there
+                reply = await asyncio.wait_for(worker.request(request), timeout)
+                if reply.get("ok"):
+                    generation = self._generation.get(key, 0) + 1
+                    self._generation[key] = generation
+                    worker.loaded[key] = generation
+        except TimeoutError:
+            raise LoadError(f"importing {path.name} timed out after {timeout:g} s") from None
+        except HostDied as exc:
+            raise LoadError(f"{exc} while importing {path.name}") from exc
+        if not reply.get("ok"):
+            raise LoadError(str(reply.get("error")))
+        tools: list[dict[str, Any]] = reply["tools"]
+        return tools
+
+    async def call(
+        self, path: Path, function: str, *, tool_name: str, arguments: Any, timeout: float
+    ) -> CallResult:
+        """Run one function; every fault becomes an error result. Cancellation kills the host."""
+        key = str(path)
+        try:
+            async with self._lease() as worker:
+                generation = self._generation.get(key, 0)
+                request = {
+                    "op": "call",
+                    "path": key,
+                    "function": function,
+                    "tool": tool_name,
+                    "arguments": arguments,
+                    "reload": worker.loaded.get(key, 0) != generation,
+                }
+                try:
+                    reply = await asyncio.wait_for(worker.request(request), timeout)
+                except TimeoutError:
+                    logs = worker.logs()
+                    await worker.stop()
+                    return CallResult(f"{tool_name} timed out after {timeout:g} s", True, False, logs)
+                except HostDied as exc:
+                    return CallResult(f"{tool_name} crashed: {exc}", True, False, exc.logs)
+                worker.loaded[key] = generation
+        except HostDied as exc:  # the host could not even start
+            return CallResult(f"cannot run {tool_name}: {exc}", True)
+        return CallResult(
+            reply["output"], bool(reply["isError"]), bool(reply.get("truncated")), reply["logs"]
+        )
+
+    async def aclose(self) -> None:
+        workers = [*self._idle, *self._busy]
+        self._idle.clear()
+        self._busy.clear()
+        await asyncio.gather(*(w.stop() for w in workers))
+
+    @property
+    def running(self) -> int:
+        """How many host processes are alive (idle or busy)."""
+        return len(self._idle) + len(self._busy)
+
+    @contextlib.asynccontextmanager
+    async def _lease(self) -> AsyncIterator[_Worker]:
+        """One host for one request: an idle one, or a new one while fewer than max_hosts run."""
+        async with self._slots:
+            worker = self._idle.pop() if self._idle else await self._start()
+            self._busy.add(worker)
+            try:
+                yield worker
+            except BaseException:
+                worker.kill()  # its state is unknown (cancelled or broken mid-request)
+                raise
+            finally:
+                self._busy.discard(worker)
+                if worker.transport.get_returncode() is not None:
+                    worker.kill()
+                if not worker.closed:
+                    self._idle.append(worker)
+
+    async def _start(self) -> _Worker:
+        return await _Worker.start(self._root, self._python, self._max_output, self._start_timeout)
+
+
+def _capture_file() -> int:
+    """An anonymous O_APPEND file shared with the host, so logs survive the host's crash."""
+    with tempfile.TemporaryFile(prefix="mini-agent-tool-") as handle:
+        fd = os.dup(handle.fileno())
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+    return fd
+
+
+def _host_env() -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [_PACKAGE_PARENT, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)

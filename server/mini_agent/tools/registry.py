@@ -1,0 +1,403 @@
+"""The tool registry: what tools exist, where they come from, and routing calls to them.
+
+It implements the runtime's ToolExecutor port and knows nothing of JSON-RPC. Workspace tools are
+reflected, validated and run in tool-host subprocesses (`host.ToolHost`); this process only checks
+paths and routes. Client tools (executed by the editor) are validated here with jsonschema and
+handed to a caller the server wires up. `execute` turns every failure into an error observation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from mini_agent.contracts import Observation, ToolCall, ToolSource, ToolSpec
+from mini_agent.tools.host import CallResult, LoadError, ToolHost
+from mini_agent.tools.protocol import cap_text
+
+ClientToolCaller = Callable[[str, ToolCall], Awaitable[Any]]
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_Key = tuple[str, str | None]  # (relative path, function or None for the whole file)
+
+
+class RegistrationError(Exception):
+    """A registration was refused; the message is shown to the client as is."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FileRegistration:
+    path: str  # relative to the workspace root, POSIX separators
+    function: str | None = None
+    name: str | None = None
+    description: str | None = None
+    requires_approval: bool = False
+    idempotent: bool = False
+    timeout_sec: float | None = None
+
+    @property
+    def key(self) -> _Key:
+        return (self.path, self.function)
+
+    def record(self) -> dict[str, Any]:
+        """The keyword arguments of `register_file` that recreate this registration."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    spec: ToolSpec
+    owner: _Key | None = None  # the file registration it came from; None for client tools
+    validator: Draft202012Validator | None = None  # client tools only
+
+
+class ToolRegistry:
+    """Registered tools of one workspace; see the module docstring."""
+
+    def __init__(
+        self,
+        workspace_root: Path,
+        *,
+        timeout_sec: float = 30.0,
+        max_output_bytes: int = 65536,
+        client_caller: ClientToolCaller | None = None,
+        max_hosts: int = 4,
+    ) -> None:
+        self._root = Path(workspace_root).resolve()
+        self._timeout_sec = timeout_sec
+        self._max_output = max_output_bytes
+        self._client_caller = client_caller
+        self._host = ToolHost(self._root, max_output_bytes=max_output_bytes, max_hosts=max_hosts)
+        self._tools: dict[str, _Entry] = {}
+        self._files: dict[_Key, _FileRegistration] = {}
+        self._lock = asyncio.Lock()
+
+    async def register_file(
+        self,
+        path: str,
+        *,
+        function: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        requires_approval: bool = False,
+        idempotent: bool = False,
+        timeout_sec: float | None = None,
+    ) -> list[ToolSpec]:
+        """Register one function or all public functions of a workspace file (replacing earlier ones)."""
+        if name is not None:
+            _check_name(name)
+        if timeout_sec is not None and timeout_sec <= 0:
+            raise RegistrationError(f"timeoutSec must be positive, got {timeout_sec}")
+        relative, _ = self._locate(path)
+        registration = _FileRegistration(
+            relative, function, name, description, requires_approval, idempotent, timeout_sec
+        )
+        async with self._lock:
+            specs = await self._reflect(registration)
+            with self._transaction():
+                self._apply(registration, specs)
+        return specs
+
+    def register_client_tool(
+        self, name: str, description: str, input_schema: dict[str, Any], *, requires_approval: bool = False
+    ) -> ToolSpec:
+        """Register a tool the client executes; its schema is checked against Draft 2020-12."""
+        _check_name(name)
+        validator = _client_validator(name, input_schema)
+        existing = self._tools.get(name)
+        if existing is not None and not existing.spec.client:
+            raise RegistrationError(
+                f"a tool named '{name}' is already registered from {_origin(existing.spec)}"
+            )
+        spec = ToolSpec(name, description, input_schema, requires_approval=requires_approval, client=True)
+        self._tools[name] = _Entry(spec, None, validator)
+        return spec
+
+    def unregister(self, name: str) -> ToolSpec:
+        entry = self._tools.get(name)
+        if entry is None:
+            raise RegistrationError(f"no tool named '{name}' is registered (registered: {self._names()})")
+        if entry.owner is not None and entry.owner[1] is None:
+            self._split(entry.owner)
+        del self._tools[name]
+        self._prune()
+        return entry.spec
+
+    async def reload(self, path: str) -> builtins.list[ToolSpec] | None:
+        """Re-reflect every registration of `path` (after a save); None if it is not registered."""
+        relative = self._relative_or_none(path)
+        async with self._lock:
+            registrations = [r for r in self._files.values() if r.path == relative]
+            if not registrations:
+                return None
+            results = [(r, await self._reflect(r)) for r in registrations]
+            with self._transaction():
+                for registration, specs in results:
+                    self._apply(registration, specs)
+        return [spec for _, specs in results for spec in specs]
+
+    def list(self) -> builtins.list[ToolSpec]:
+        return [entry.spec for entry in self._tools.values()]
+
+    def get(self, name: str) -> ToolSpec | None:
+        entry = self._tools.get(name)
+        return entry.spec if entry is not None else None
+
+    def registrations(self) -> builtins.list[dict[str, Any]]:
+        """Everything needed to register the same tools again after a restart (see `restore`)."""
+        files = [r.record() for r in self._files.values()]
+        clients = [
+            {
+                "client": True,
+                "name": e.spec.name,
+                "description": e.spec.description,
+                "input_schema": e.spec.input_schema,
+                "requires_approval": e.spec.requires_approval,
+            }
+            for e in self._tools.values()
+            if e.spec.client
+        ]
+        return files + clients
+
+    async def restore(self, records: Iterable[dict[str, Any]]) -> builtins.list[str]:
+        """Replay `registrations()`; returns the error of each record that no longer registers."""
+        errors: builtins.list[str] = []
+        for record in records:
+            fields = {k: v for k, v in record.items() if k != "client"}
+            try:
+                if record.get("client"):
+                    self.register_client_tool(**fields)
+                else:
+                    await self.register_file(**fields)
+            except (RegistrationError, TypeError) as exc:
+                errors.append(str(exc))
+        return errors
+
+    async def execute(self, call: ToolCall, *, session_id: str) -> Observation:
+        """Run one call; never raises except CancelledError (which kills a running workspace tool)."""
+        started = time.perf_counter()
+        try:
+            result = await self._execute(call, session_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a fault of ours still becomes an observation
+            result = CallResult(f"{call.name} could not run: {type(exc).__name__}: {exc}", True)
+        return Observation(
+            call_id=call.id,
+            tool_name=call.name,
+            output=result.output,
+            is_error=result.is_error,
+            execution_time_ms=(time.perf_counter() - started) * 1000.0,
+            truncated=result.truncated,
+            logs=result.logs,
+        )
+
+    async def aclose(self) -> None:
+        await self._host.aclose()
+
+    async def _execute(self, call: ToolCall, session_id: str) -> CallResult:
+        entry = self._tools.get(call.name)
+        if entry is None:
+            return CallResult(f"unknown tool '{call.name}'. Available tools: {self._names()}", True)
+        if call.parse_error is not None:
+            return CallResult(
+                f"could not parse the arguments of {call.name} as JSON: {call.parse_error}\n"
+                f"Raw arguments: {call.raw_arguments}",
+                True,
+            )
+        timeout = entry.spec.timeout_sec or self._timeout_sec
+        if entry.spec.client:
+            return await self._call_client(entry, call, session_id, timeout)
+        source = entry.spec.source
+        assert source is not None  # every file tool has one
+        return await self._host.call(
+            self._root / source.path,
+            source.function,
+            tool_name=call.name,
+            arguments=call.arguments,
+            timeout=timeout,
+        )
+
+    async def _call_client(
+        self, entry: _Entry, call: ToolCall, session_id: str, timeout: float
+    ) -> CallResult:
+        assert entry.validator is not None
+        problems = sorted(entry.validator.iter_errors(call.arguments), key=lambda e: [str(p) for p in e.path])
+        if problems:
+            lines = "\n".join(f"- {_where(e.json_path)}: {e.message}" for e in problems)
+            schema = json.dumps(entry.spec.input_schema, ensure_ascii=False)
+            return CallResult(f"Invalid arguments for {call.name}:\n{lines}\nExpected schema: {schema}", True)
+        if self._client_caller is None:
+            return CallResult(f"{call.name} runs in the client, and no client is connected", True)
+        try:
+            result = await asyncio.wait_for(self._client_caller(session_id, call), timeout)
+        except TimeoutError:
+            return CallResult(f"{call.name} timed out after {timeout:g} s", True)
+        except Exception as exc:
+            return CallResult(f"{call.name} failed in the client: {exc}", True)
+        try:
+            text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return CallResult(
+                f"{call.name} returned a {type(result).__name__} value, which has no JSON form", True
+            )
+        output, truncated = cap_text(text, self._max_output)
+        return CallResult(output, False, truncated)
+
+    async def _reflect(self, registration: _FileRegistration) -> builtins.list[ToolSpec]:
+        _, absolute = self._locate(registration.path)
+        try:
+            described = await self._host.load(
+                absolute,
+                function=registration.function,
+                name=registration.name,
+                description=registration.description,
+                timeout=self._timeout_sec,
+            )
+        except LoadError as exc:
+            raise RegistrationError(f"cannot register {registration.path}: {exc}") from exc
+        specs = [_spec(registration, d) for d in described]
+        for spec in specs:
+            _check_name(spec.name, hint=f"{registration.path}:{spec.source.function if spec.source else ''}")
+        return specs
+
+    def _apply(self, registration: _FileRegistration, specs: builtins.list[ToolSpec]) -> None:
+        """Install `specs`, first removing what they replace; refuse names owned elsewhere."""
+        replaced = {registration.key}
+        if registration.function is None:
+            replaced |= {key for key in self._files if key[0] == registration.path}
+        sources = {(s.source.path, s.source.function) for s in specs if s.source}
+        doomed = {
+            name
+            for name, entry in self._tools.items()
+            if entry.owner in replaced
+            or (entry.spec.source and (entry.spec.source.path, entry.spec.source.function) in sources)
+        }
+        names = [s.name for s in specs]
+        for spec in specs:
+            if names.count(spec.name) > 1:
+                raise RegistrationError(f"{registration.path} defines the tool name '{spec.name}' twice")
+            clash = self._tools.get(spec.name)
+            if clash is not None and spec.name not in doomed:
+                raise RegistrationError(
+                    f"a tool named '{spec.name}' is already registered from {_origin(clash.spec)}; "
+                    "unregister it first or register this function under another name"
+                )
+        for name in doomed:
+            del self._tools[name]
+        for key in replaced:
+            self._files.pop(key, None)
+        self._files[registration.key] = registration
+        for spec in specs:
+            self._tools[spec.name] = _Entry(spec, registration.key)
+        self._prune()
+
+    def _split(self, owner: _Key) -> None:
+        """Turn a whole-file registration into one registration per remaining tool.
+
+        Used when one of its tools is unregistered, so that `registrations()` does not bring it back.
+        """
+        whole = self._files[owner]
+        files: dict[_Key, _FileRegistration] = {}
+        for key, registration in self._files.items():
+            if key != owner:
+                files[key] = registration
+                continue
+            for name, entry in self._tools.items():
+                if entry.owner == owner and entry.spec.source is not None:
+                    single = dataclasses.replace(whole, function=entry.spec.source.function)
+                    files[single.key] = single
+                    self._tools[name] = dataclasses.replace(entry, owner=single.key)
+        self._files = files
+
+    def _prune(self) -> None:
+        owners = {entry.owner for entry in self._tools.values()}
+        self._files = {key: r for key, r in self._files.items() if key in owners}
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """Leave the registry exactly as it was if anything inside raises."""
+        tools, files = dict(self._tools), dict(self._files)
+        try:
+            yield
+        except BaseException:
+            self._tools, self._files = tools, files
+            raise
+
+    def _locate(self, path: str) -> tuple[str, Path]:
+        """Resolve `path` (symlinks included) and insist it is a .py file inside the workspace."""
+        resolved = self._resolve(path)
+        if not resolved.is_relative_to(self._root):
+            raise RegistrationError(f"{path} is outside the workspace {self._root}")
+        if not resolved.exists():
+            raise RegistrationError(f"{path}: no such file in the workspace")
+        if not resolved.is_file():
+            raise RegistrationError(f"{path} is not a file")
+        if resolved.suffix != ".py":
+            raise RegistrationError(f"{path} is not a Python file (.py)")
+        return resolved.relative_to(self._root).as_posix(), resolved
+
+    def _relative_or_none(self, path: str) -> str | None:
+        resolved = self._resolve(path)
+        return resolved.relative_to(self._root).as_posix() if resolved.is_relative_to(self._root) else None
+
+    def _resolve(self, path: str) -> Path:
+        candidate = Path(path)
+        return (candidate if candidate.is_absolute() else self._root / candidate).resolve()
+
+    def _names(self) -> str:
+        return ", ".join(self._tools) or "(none)"
+
+
+def _spec(registration: _FileRegistration, described: dict[str, Any]) -> ToolSpec:
+    timeout = registration.timeout_sec if registration.timeout_sec is not None else described["timeoutSec"]
+    return ToolSpec(
+        name=described["name"],
+        description=described["description"],
+        input_schema=described["inputSchema"],
+        source=ToolSource(registration.path, described["source"]["function"], described["source"]["line"]),
+        requires_approval=registration.requires_approval or bool(described["requiresApproval"]),
+        idempotent=registration.idempotent or bool(described["idempotent"]),
+        timeout_sec=timeout,
+    )
+
+
+def _client_validator(name: str, schema: Any) -> Draft202012Validator:
+    if not isinstance(schema, dict):
+        raise RegistrationError(f"inputSchema of client tool '{name}' must be a JSON object")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise RegistrationError(
+            f"inputSchema of client tool '{name}' is not a valid JSON Schema (2020-12): {exc.message}"
+        ) from exc
+    if schema.get("type", "object") != "object":
+        raise RegistrationError(f"inputSchema of client tool '{name}' must describe an object (type: object)")
+    return Draft202012Validator(schema)
+
+
+def _check_name(name: str, *, hint: str = "") -> None:
+    if not _TOOL_NAME.match(name):
+        where = f" ({hint}; pass name to choose another)" if hint else ""
+        raise RegistrationError(f"invalid tool name '{name}'{where}: use 1-64 letters, digits, '_' or '-'")
+
+
+def _origin(spec: ToolSpec) -> str:
+    return (
+        "the client" if spec.client or spec.source is None else f"{spec.source.path}:{spec.source.function}"
+    )
+
+
+def _where(json_path: str) -> str:
+    return "arguments" if json_path == "$" else json_path.removeprefix("$.")

@@ -1,0 +1,175 @@
+"""Bad input over the real wire: every mistake gets a JSON-RPC error that names it, and the daemon
+goes on serving. Frames are written by hand here, so malformed ones can be sent too."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mini_agent.server import METHODS
+
+from .conftest import DAEMON, daemon_env
+
+
+class RawDaemon:
+    """The daemon as a subprocess driven with hand-made frames; stderr goes to a file."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.stderr = (workspace.parent / "daemon.stderr").open("wb")
+        self.process = subprocess.Popen(DAEMON, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.stderr, env=daemon_env(), cwd=workspace)
+        self.next_id = 0
+        self.notifications: list[dict[str, Any]] = []
+
+    def send_bytes(self, body: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        length = None
+        while True:
+            line = self.process.stdout.readline()
+            assert line, "the daemon closed its stdout"
+            assert line.endswith(b"\r\n") and (line == b"\r\n" or b":" in line), f"not a header: {line!r}"
+            if line == b"\r\n":
+                break
+            name, _, value = line.partition(b":")
+            if name.lower() == b"content-length":
+                length = int(value)
+        assert length is not None
+        message: dict[str, Any] = json.loads(self.process.stdout.read(length))
+        return message
+
+    def request(self, method: str, params: Any = None) -> dict[str, Any]:
+        self.next_id += 1
+        self.send_bytes(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                                    "params": params}).encode())
+        return self.answer_to(self.next_id)
+
+    def answer_to(self, msg_id: Any) -> dict[str, Any]:
+        while True:
+            message = self.read()
+            if "method" not in message and message.get("id") == msg_id:
+                return message
+            self.notifications.append(message)
+
+    def initialize(self, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = self.request("initialize", {"processId": None, "rootUri": self.workspace.as_uri(),
+                                             "capabilities": {}, "initializationOptions": options or {}})
+        self.send_bytes(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}).encode())
+        return result
+
+    def close(self) -> int:
+        self.request("shutdown")
+        self.send_bytes(b'{"jsonrpc": "2.0", "method": "exit"}')
+        code = self.process.wait(timeout=20)
+        self.stderr.close()
+        return code
+
+
+@pytest.fixture
+def raw(workspace: Path) -> Any:
+    daemon = RawDaemon(workspace)
+    yield daemon
+    if daemon.process.poll() is None:
+        daemon.process.kill()
+        daemon.process.wait()
+
+
+def error_of(answer: dict[str, Any]) -> dict[str, Any]:
+    assert "error" in answer, answer
+    error: dict[str, Any] = answer["error"]
+    return error
+
+
+def test_request_before_initialize_then_normal_service(raw: RawDaemon) -> None:
+    assert error_of(raw.request("agent/listTools", {}))["code"] == -32002
+    assert "capabilities" in raw.initialize()["result"]
+    assert raw.request("agent/listTools", {})["result"] == {"tools": []}
+    assert raw.close() == 0
+
+
+def test_malformed_frames_get_errors_and_the_daemon_lives(raw: RawDaemon) -> None:
+    raw.initialize()
+    raw.send_bytes(b"{this is not json")
+    parse_error = raw.answer_to(None)
+    assert error_of(parse_error)["code"] == -32700
+    raw.send_bytes(b'{"id": 7, "method": "agent/listTools"}')
+    assert error_of(raw.answer_to(7))["code"] == -32600
+    raw.send_bytes(b'[1, 2, 3]')
+    assert error_of(raw.answer_to(None))["code"] == -32600
+    assert error_of(raw.request("agent/nope", {}))["code"] == -32601
+    assert raw.request("agent/listTools", {})["result"] == {"tools": []}
+    assert raw.close() == 0
+
+
+def test_unknown_session_names_it(raw: RawDaemon) -> None:
+    raw.initialize()
+    for method in ("agent/step", "agent/run", "agent/getSession", "agent/cancel"):
+        error = error_of(raw.request(method, {"sessionId": "sess_missing"}))
+        assert error["code"] == -32602 and "sess_missing" in error["message"]
+        assert error["data"] == {"reason": "unknown_session", "sessionId": "sess_missing"}
+    missing_field = error_of(raw.request("agent/step", {}))
+    assert missing_field["code"] == -32602 and "sessionId" in missing_field["message"]
+    wrong_type = error_of(raw.request("agent/startSession", {"task": 5}))
+    assert wrong_type["code"] == -32602 and "task" in wrong_type["message"]
+
+
+def test_register_tool_refusals_name_the_reason(raw: RawDaemon, tmp_path: Path) -> None:
+    raw.initialize()
+    (raw.workspace / "broken.py").write_text("import definitely_not_a_module_here\n")
+    outside = tmp_path / "outside.py"
+    outside.write_text("def f() -> int:\n    return 1\n")
+    cases = {
+        "missing.py": "missing.py",
+        "../outside.py": "outside",
+        str(outside): "outside",
+        "broken.py": "definitely_not_a_module_here",
+    }
+    for path, reason in cases.items():
+        error = error_of(raw.request("agent/registerTool", {"path": path}))
+        assert error["code"] == -32602 and reason in error["message"], (path, error)
+    assert raw.request("agent/listTools", {})["result"] == {"tools": []}
+
+
+def test_invalid_initialization_options_are_reported_on_agent_requests(raw: RawDaemon) -> None:
+    raw.initialize({"llm": {"toolMode": "telepathy"}, "maxSteps": "many"})
+    error = error_of(raw.request("agent/listTools", {}))
+    assert error["code"] == -32602
+    assert "llm.toolMode" in error["message"] and "maxSteps" in error["message"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=12,
+)
+FIELDS = ["sessionId", "task", "path", "function", "name", "tools", "llm", "maxSteps", "decision",
+          "toolCallId", "client", "inputSchema", "status", "limit", "offset", "requiresApproval"]
+PARAMS = JSON | st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=5)
+
+
+def test_ill_typed_params_to_every_method_always_get_an_answer(raw: RawDaemon) -> None:
+    raw.initialize()
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(method=st.sampled_from(METHODS), params=PARAMS)
+    def probe(method: str, params: Any) -> None:
+        answer = raw.request(method, params)
+        if "error" in answer:
+            assert answer["error"]["code"] in (-32602, -32001), (method, params, answer)
+            assert answer["error"]["message"]
+
+    probe()
+    assert raw.process.poll() is None
+    assert "tools" in raw.request("agent/listTools", {})["result"]
+    assert raw.close() == 0

