@@ -1,0 +1,133 @@
+"""Streaming, progress, cancellation, model failures and long sessions through the real daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from mini_agent.replay import ReplayServer
+
+
+def action(name: str, arguments: dict[str, Any], thought: str = "Working on it.") -> dict[str, Any]:
+    return {"content": f"Thought: {thought}\nAction: {name}\nAction Input: {json.dumps(arguments)}"}
+
+
+SLOW_TOOL = '''
+import time
+
+def nap(seconds: float) -> str:
+    """Sleep, then say so."""
+    time.sleep(seconds)
+    return "rested"
+'''
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float = 20) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.02)
+
+
+@pytest.mark.asyncio
+async def test_cancel_during_slow_model_and_during_slow_tool_then_step_again(
+        workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    (workspace / "slow.py").write_text(SLOW_TOOL)
+    script = [
+        {"delay": 30, "content": "Final Answer: too late"},
+        action("nap", {"seconds": 30}),
+        {"content": "Final Answer: done"},
+    ]
+    async with ReplayServer(script) as model:
+        client = await daemon_factory({"llm": {"baseUrl": model.base_url, "toolMode": "react"},
+                                       "store": {"enabled": False}})
+        await client.request("agent/registerTool", {"path": "slow.py"})
+        session_id = (await client.request("agent/startSession", {"task": "rest"}))["sessionId"]
+
+        stepping = asyncio.ensure_future(client.request("agent/step", {"sessionId": session_id}))
+        await wait_for(lambda: len(model.exchanges) == 1)
+        busy = asyncio.ensure_future(client.request("agent/step", {"sessionId": session_id}))
+        with pytest.raises(Exception) as refused:
+            await busy
+        assert getattr(refused.value, "code", None) == -32001
+        assert (await client.request("agent/cancel", {"sessionId": session_id}))["cancelled"] is True
+        cancelled = await asyncio.wait_for(stepping, 10)
+        assert cancelled["stopReason"] == "cancelled" and cancelled["status"] == "ready"
+        await wait_for(lambda: model.exchanges[0].aborted)
+
+        # $/cancelRequest on a step whose tool is sleeping: the tool is killed, the step answers normally
+        stepping = asyncio.ensure_future(
+            client.lsp.protocol.send_request_async("agent/step", {"sessionId": session_id}, msg_id="step-2"))
+        await wait_for(lambda: "tool_call_update" in client.kinds(session_id))
+        client.lsp.cancel_request(types.CancelParams(id="step-2"))
+        in_tool = await asyncio.wait_for(stepping, 10)
+        assert in_tool.stopReason == "cancelled"
+        assert in_tool.observations[0].isError and "Cancelled" in in_tool.observations[0].output
+
+        final = await client.request("agent/step", {"sessionId": session_id})
+        assert final["finalAnswer"] == "done" and final["stopReason"] == "end_turn"
+
+
+@pytest.mark.asyncio
+async def test_run_reports_standard_progress_for_a_work_done_token(
+        workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    script = [action("list_python_files", {}), {"content": "Final Answer: listed"}]
+    async with ReplayServer(script) as model:
+        client = await daemon_factory({"llm": {"baseUrl": model.base_url}, "store": {"enabled": False}})
+        await client.request("agent/registerTool", {"path": "tools.py"})
+        session_id = (await client.request("agent/startSession", {"task": "list"}))["sessionId"]
+        client.lsp.progress_reports["tok-1"] = []
+        result = await client.request("agent/run", {"sessionId": session_id, "workDoneToken": "tok-1"})
+        assert result["stopReason"] == "end_turn" and result["finalAnswer"] == "listed"
+    reports = client.lsp.progress_reports["tok-1"]
+    assert isinstance(reports[0], types.WorkDoneProgressBegin) and reports[0].title.startswith("mini-agent")
+    messages = [r.message for r in reports[1:-1]]
+    assert "step 1 · list_python_files …" in messages
+    assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "end_turn"
+
+
+@pytest.mark.asyncio
+async def test_model_server_down_ends_the_step_with_an_error_naming_it(
+        workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    model = ReplayServer([])
+    url = await model.start()
+    await model.close()  # nothing listens there any more
+    client = await daemon_factory({"llm": {"baseUrl": url, "maxRetries": 1}, "store": {"enabled": False}})
+    session_id = (await client.request("agent/startSession", {"task": "hello"}))["sessionId"]
+    failed = await client.request("agent/step", {"sessionId": session_id})
+    assert failed["stopReason"] == "error" and failed["status"] == "ready"
+    assert url in failed["error"]
+    status = [u["update"] for u in client.updates if u["update"]["kind"] == "status"][-1]
+    assert status["stopReason"] == "error" and url in status["message"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["react", "native"])
+async def test_twelve_step_history_is_a_byte_prefix_and_fully_cached(
+        mode: str, workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    if mode == "react":
+        turns = [action("count_file_lines", {"file_path": name}) for name in ("schema.py", "tools.py") * 6]
+    else:
+        turns = [{"tool_calls": [{"name": "count_file_lines", "arguments": {"file_path": name}}]}
+                 for name in ("schema.py", "tools.py") * 6]
+    async with ReplayServer([*turns, {"content": "Final Answer: counted"}]) as model:
+        client = await daemon_factory({"llm": {"baseUrl": model.base_url, "toolMode": mode},
+                                       "store": {"enabled": False}, "maxSteps": 30})
+        await client.request("agent/registerTool", {"path": "tools.py"})
+        session_id = (await client.request("agent/startSession", {"task": "count"}))["sessionId"]
+        result = await client.request("agent/run", {"sessionId": session_id})
+        assert result["stopReason"] == "end_turn" and result["steps"] == 13
+        requests = model.requests
+        for earlier, later in zip(requests, requests[1:], strict=False):
+            shared = later["messages"][: len(earlier["messages"])]
+            assert json.dumps(shared) == json.dumps(earlier["messages"])
+        exchanges = model.exchanges
+        for previous, current in zip(exchanges, exchanges[1:], strict=False):
+            # everything the previous request sent (and got back) is cached in the next one
+            assert current.cached_tokens > previous.prompt_tokens
+    assert result["usage"]["cachedTokens"] == sum(e.cached_tokens for e in exchanges)
