@@ -67,19 +67,19 @@ class Tools:
 
 
 class TimedStore:
-    """Times every save, labelled with the step it belongs to."""
+    """Times every save, labelled with its session and the step it belongs to (0: the start)."""
 
     def __init__(self, store: SqliteStore, *, forget: bool) -> None:
         self.store = store
         self.forget = forget
-        self.saves: list[tuple[int, float]] = []
+        self.saves: list[tuple[str, int, float]] = []
 
     def save(self, session: AgentSession) -> None:
         if self.forget:
             self.store._written.clear()
         started = time.perf_counter()
         self.store.save(session)
-        self.saves.append((len(session.steps), time.perf_counter() - started))
+        self.saves.append((session.session_id, len(session.steps), time.perf_counter() - started))
 
     def load(self, session_id: str) -> AgentSession | None:
         return self.store.load(session_id)
@@ -97,21 +97,24 @@ async def checkpoints(path: Path, runs: int, *, forget: bool) -> TimedStore:
 
 
 def us(seconds: Sequence[float]) -> str:
-    return f"{statistics.median(seconds) * 1e6:8.0f}"
+    return f"{statistics.median(seconds) * 1e6:.0f}"
 
 
 def checkpoint_table(incremental: TimedStore, whole: TimedStore, runs: int) -> None:
-    print(f"\nCheckpoints: {runs} sessions x {STEPS} steps, 1 tool call per step (µs, median unless said)")
-    print(f"{'store':<16}{'per save':>10}{'p95':>10}{'saves/step':>12}{'per step':>10}{'steps 1-5':>11}"
-          f"{'steps 16-20':>13}")
+    print(f"\nCheckpoints: {runs} sessions x {STEPS} steps, 1 tool call per step (µs; median unless said)")
+    print(f"{'store':<15}{'per save':>9}{'p95':>8}{'saves/step':>11}{'per step':>9}{'step 1-5':>9}"
+          f"{'step 16-20':>11}")
     for label, timed in (("incremental", incremental), ("whole session", whole)):
-        times = [t for _, t in timed.saves]
-        per_step = sum(times) / (runs * STEPS)
-        early = [t for step, t in timed.saves if 1 <= step <= 5]
-        late = [t for step, t in timed.saves if step >= 16]
+        steps: dict[tuple[str, int], list[float]] = {}
+        for sid, step, seconds in timed.saves:
+            if step:
+                steps.setdefault((sid, step), []).append(seconds)
+        times = [t for group in steps.values() for t in group]
+        early = [t for (_, step), group in steps.items() if step <= 5 for t in group]
+        late = [t for (_, step), group in steps.items() if step > STEPS - 5 for t in group]
         p95 = statistics.quantiles(times, n=20)[-1]
-        print(f"{label:<16}{us(times):>10}{p95 * 1e6:10.0f}{len(times) / (runs * STEPS):12.1f}"
-              f"{per_step * 1e6:10.0f}{us(early):>11}{us(late):>13}")
+        print(f"{label:<15}{us(times):>9}{p95 * 1e6:8.0f}{len(times) / len(steps):11.1f}"
+              f"{us([sum(group) for group in steps.values()]):>9}{us(early):>9}{us(late):>11}")
 
 
 def populate(store: SqliteStore, count: int) -> None:

@@ -191,7 +191,7 @@ function M.cancel(sid, on_done)
     if err then
       notify('cancel failed: ' .. err.message, vim.log.levels.ERROR)
     elseif not result.cancelled then
-      notify(('session %s had no step in flight'):format(session.id:sub(1, 8)), vim.log.levels.WARN)
+      notify(('session %s had no step in flight'):format(trace.short(session.id)), vim.log.levels.WARN)
     end
     done(err, result)
   end)
@@ -219,7 +219,7 @@ end
 local function describe(summary)
   local status = summary.status .. (summary.stopReason and (' (' .. summary.stopReason .. ')') or '')
   local task = vim.split(summary.task or '', '\n', { plain = true })[1]
-  return ('%s  %-28s %s'):format(summary.sessionId:sub(1, 8), status, task)
+  return ('%s  %-28s %s'):format(trace.short(summary.sessionId), status, task)
 end
 
 --- Pick one of the daemon's sessions and show it in the trace.
@@ -289,7 +289,7 @@ function M.approvals(opts)
           prompt = 'mini-agent: tool calls waiting for approval',
           kind = 'mini_agent.pending',
           format_item = function(item)
-            return ('%s  %s %s'):format(item.sessionId:sub(1, 8), item.toolCall.name, trace.arguments(item.toolCall))
+            return ('%s  %s %s'):format(trace.short(item.sessionId), item.toolCall.name, trace.arguments(item.toolCall))
           end,
         }, function(item)
           if item then

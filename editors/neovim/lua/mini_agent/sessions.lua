@@ -69,7 +69,7 @@ local function on_status(session, step, update)
     local names = vim.tbl_map(function(call)
       return call.name
     end, waiting)
-    notify(('session %s waits for approval of %s'):format(session.id:sub(1, 8), table.concat(names, ', ')), vim.log.levels.WARN)
+    notify(('session %s waits for approval of %s'):format(trace.short(session.id), table.concat(names, ', ')), vim.log.levels.WARN)
     M.fire('MiniAgentAwaitingApproval', vim.tbl_extend('force', data, { toolCalls = waiting }))
   elseif update.stopReason == 'end_turn' then
     M.fire('MiniAgentAnswer', { sessionId = session.id, answer = table.concat(session.answer) })
@@ -130,7 +130,7 @@ function M.finish_run(session, err, result)
   session.on_done = nil
   if err then
     trace.note(session.id, '■ ' .. tostring(err.message), true)
-    notify(('session %s: %s'):format(session.id:sub(1, 8), tostring(err.message)), vim.log.levels.ERROR)
+    notify(('session %s: %s'):format(trace.short(session.id), tostring(err.message)), vim.log.levels.ERROR)
     M.fire('MiniAgentSessionEnd', { sessionId = session.id, error = err.message })
   else
     session.status = result.status or session.status

@@ -218,14 +218,17 @@ local function stream(sid, kind, text, hl, prefix)
   follow(buf, old_count)
 end
 
-local function short(sid)
-  return sid:sub(1, 8)
+--- A session id short enough for one line and long enough to tell sessions apart.
+---@param sid string
+---@return string
+function M.short(sid)
+  return sid:sub(1, 13)
 end
 
 --- Before content of a session: a line when another session wrote last, and a step header.
 local function header(sid, step)
   if state.last_sid ~= sid then
-    add({ ('── session %s ──'):format(short(sid)) }, 'MiniAgentHeader')
+    add({ ('── session %s ──'):format(M.short(sid)) }, 'MiniAgentHeader')
     state.last_sid = sid
   end
   if step and state.steps[sid] ~= step then

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# End to end in a real VS Code: code-server 4.100.3 (VS Code 1.100.3, the newest on Node 20) with the
+# packaged .vsix, opened by Debian's chromium-headless-shell (the extension host starts only once a
+# browser connects). The extension finds the daemon through the workspace's .venv/bin/mini-agent, the
+# scripted model server plays the model, and miniAgent.test.* settings make it register tools.py, ask
+# one question and write every trace it received to a JSON file, which this script then checks.
+#
+# Heavy: apt packages (libkrb5-dev ripgrep chromium-headless-shell) and ~300 MB of npm. Run as root
+# (apt, npm --unsafe-perm). Optional; not part of `npm test`.
+#
+#   editors/vscode/scripts/e2e-code-server.sh            # uses the repo's .venv python
+#   MINI_AGENT_PYTHON=/path/to/python editors/vscode/scripts/e2e-code-server.sh
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")/.." && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+PYTHON="${MINI_AGENT_PYTHON:-$REPO/.venv/bin/python}"
+CACHE="$HERE/.e2e"
+CODE_SERVER_VERSION=4.100.3
+RG_VERSION=v13.0.0-10
+TIMEOUT_S="${E2E_TIMEOUT_S:-180}"
+START=$(date +%s)
+stamp() { echo "[e2e +$(( $(date +%s) - START ))s] $*"; }
+
+# -- install (cached in editors/vscode/.e2e) ---------------------------------------------------------
+need_apt=()
+command -v rg >/dev/null || need_apt+=(ripgrep)
+dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
+command -v chromium-headless-shell >/dev/null || need_apt+=(chromium-headless-shell)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  stamp "apt-get install ${need_apt[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+CODE_SERVER="$CACHE/code-server/node_modules/.bin/code-server"
+if [ ! -x "$CODE_SERVER" ]; then
+  stamp "npm install code-server@$CODE_SERVER_VERSION"
+  # @vscode/ripgrep would download rg from GitHub: give it apt's rg in the cache it looks in first.
+  TMP_CACHE="${TMPDIR:-/tmp}/vscode-ripgrep-cache-1.15.11"
+  mkdir -p "$TMP_CACHE" "$CACHE/rg"
+  cp "$(command -v rg)" "$CACHE/rg/rg"
+  tar -czf "$TMP_CACHE/ripgrep-$RG_VERSION-x86_64-unknown-linux-musl.tar.gz" -C "$CACHE/rg" rg
+  mkdir -p "$CACHE/code-server"
+  (cd "$CACHE/code-server" && [ -f package.json ] || echo '{"private": true}' > package.json)
+  (cd "$CACHE/code-server" && npm_config_yes=true npm install --unsafe-perm --no-audit --no-fund \
+    "code-server@$CODE_SERVER_VERSION" >"$CACHE/npm-install.log" 2>&1) || { tail -40 "$CACHE/npm-install.log"; exit 1; }
+fi
+stamp "code-server $("$CODE_SERVER" --version | head -1)"
+
+# -- package the extension ---------------------------------------------------------------------------
+(cd "$HERE" && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm run -s compile && \
+  npx vsce package --allow-missing-repository -o "$CACHE/mini-agent.vsix" </dev/null >/dev/null)
+stamp "packaged $CACHE/mini-agent.vsix"
+
+# -- workspace, model server, settings ---------------------------------------------------------------
+RUN="$(mktemp -d /tmp/mini-agent-e2e-XXXXXX)"
+WS="$RUN/workspace"
+cp -r "$REPO/server/mini_agent/examples/workspace" "$WS"
+rm -rf "$WS/__pycache__"
+mkdir -p "$WS/.venv/bin"
+cat >"$WS/.venv/bin/mini-agent" <<EOF
+#!/bin/sh
+PYTHONPATH="$REPO/server:$REPO/clients/python" exec "$PYTHON" -c "import sys; from mini_agent_client.cli import main; sys.exit(main())" "\$@"
+EOF
+chmod +x "$WS/.venv/bin/mini-agent"
+
+cat >"$RUN/script.json" <<'EOF'
+[
+  {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
+  {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."}
+]
+EOF
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+  rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+setsid env PYTHONPATH="$REPO/server:$REPO/clients/python" "$PYTHON" -m mini_agent.replay --script "$RUN/script.json" \
+  >"$RUN/replay.out" 2>"$RUN/replay.err" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$RUN/replay.out" ] && break; sleep 0.1; done
+BASE_URL="$(head -1 "$RUN/replay.out")"
+stamp "replay model server at $BASE_URL"
+
+TRACE="$RUN/trace.json"
+DATA="$RUN/user-data"
+mkdir -p "$DATA/User" "$DATA/Machine"
+cat >"$DATA/User/settings.json" <<EOF
+{
+  "security.workspace.trust.enabled": false,
+  "workbench.startupEditor": "none",
+  "miniAgent.baseUrl": "$BASE_URL",
+  "miniAgent.model": "replay",
+  "miniAgent.logLevel": "info",
+  "miniAgent.test.traceFile": "$TRACE",
+  "miniAgent.test.autoRun": {"register": ["tools.py"], "task": "How many non-empty lines does schema.py have?"}
+}
+EOF
+cp "$DATA/User/settings.json" "$DATA/Machine/settings.json"
+
+CS_ARGS=(--user-data-dir "$DATA" --extensions-dir "$RUN/extensions")
+"$CODE_SERVER" "${CS_ARGS[@]}" --install-extension "$CACHE/mini-agent.vsix" >"$RUN/install.log" 2>&1 || { cat "$RUN/install.log"; exit 1; }
+stamp "extension installed"
+
+PORT=$(( 20000 + RANDOM % 20000 ))
+setsid "$CODE_SERVER" "${CS_ARGS[@]}" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry \
+  --disable-update-check --disable-workspace-trust "$WS" >"$RUN/code-server.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+stamp "code-server on port $PORT"
+
+setsid chromium-headless-shell --no-sandbox --disable-gpu --disable-dev-shm-usage --user-data-dir="$RUN/chromium" \
+  "http://127.0.0.1:$PORT/?folder=$WS" >"$RUN/chromium.log" 2>&1 &
+pids+=($!)
+stamp "browser opened the workspace; waiting for the extension's trace file"
+
+deadline=$(( $(date +%s) + TIMEOUT_S ))
+until [ -s "$TRACE" ] && grep -q '"done": true' "$TRACE"; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo "timed out; code-server log:"; tail -60 "$RUN/code-server.log"
+    find "$DATA/logs" -name '*Mini Agent*' -exec tail -40 {} \; 2>/dev/null || true
+    [ -f "$TRACE" ] && cat "$TRACE"
+    exit 1
+  fi
+  sleep 1
+done
+stamp "trace file written"
+
+EXPECTED=$(grep -c '[^[:space:]]' "$WS/schema.py")
+node - "$TRACE" "$EXPECTED" <<'EOF'
+const fs = require("node:fs");
+const [file, expected] = process.argv.slice(2);
+const out = JSON.parse(fs.readFileSync(file, "utf-8"));
+const fail = (why) => { console.error(`FAIL: ${why}\n${JSON.stringify(out, null, 2)}`); process.exit(1); };
+if (out.error) fail(out.error);
+if (!out.tools?.includes("count_file_lines")) fail("tools.py was not registered");
+const trace = out.sessions.find((s) => s.sessionId === out.result?.sessionId);
+if (!trace) fail("no trace for the session");
+const kinds = trace.events.map((e) => `${e.step}:${e.kind}`);
+const order = ["0:agent_thought_chunk", "0:tool_call", "0:tool_call_update", "1:agent_message_chunk"].map((k) => kinds.indexOf(k));
+if (order.some((i) => i < 0) || order.some((i, n) => n > 0 && i < order[n - 1])) fail(`events out of order: ${kinds}`);
+const call = trace.entries.find((e) => e.kind === "tool");
+if (call?.name !== "count_file_lines" || call.observation?.output.trim() !== expected) fail("wrong observation");
+const answer = trace.entries.find((e) => e.kind === "answer")?.text;
+if (answer !== `schema.py has ${expected} non-empty lines.`) fail(`wrong answer: ${answer}`);
+if (out.result.stopReason !== "end_turn") fail(`stopReason ${out.result.stopReason}`);
+console.log(`PASS: ${kinds.length} updates; answer "${answer}"; status bar "${out.statusBar}"`);
+EOF
+stamp "done"
