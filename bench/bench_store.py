@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from mini_agent.contracts import (
     LLMConfig,
@@ -36,6 +37,7 @@ from mini_agent.runtime import AgentRuntime
 from mini_agent.session import AgentConfig, AgentSession, StepRecord
 from mini_agent.store import SqliteStore
 
+T = TypeVar("T")
 STEPS = 20
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}}
 TOOLS = [ToolSpec(f"tool_{n}", f"Tool number {n}, described at some length. " * 3, SCHEMA) for n in range(5)]
@@ -67,54 +69,81 @@ class Tools:
 
 
 class TimedStore:
-    """Times every save, labelled with its session and the step it belongs to (0: the start)."""
+    """Times every store call the runtime makes, labelled with the step it belongs to (0: the start)."""
 
     def __init__(self, store: SqliteStore, *, forget: bool) -> None:
         self.store = store
         self.forget = forget
-        self.saves: list[tuple[str, int, float]] = []
+        self.step: dict[str, int] = {}
+        self.calls: list[tuple[str, str, int, float]] = []  # (operation, session, step, seconds)
+        self.reload_ms: dict[str, float] = {}
+
+    def _timed(self, operation: str, session_id: str, call: Callable[[], T]) -> T:
+        started = time.perf_counter()
+        result = call()
+        elapsed = time.perf_counter() - started
+        self.calls.append((operation, session_id, self.step.get(session_id, 0), elapsed))
+        return result
 
     def save(self, session: AgentSession) -> None:
         if self.forget:
             self.store._written.clear()
-        started = time.perf_counter()
-        self.store.save(session)
-        self.saves.append((session.session_id, len(session.steps), time.perf_counter() - started))
+        self._timed("save", session.session_id, lambda: self.store.save(session))
 
     def load(self, session_id: str) -> AgentSession | None:
-        return self.store.load(session_id)
+        return self._timed("load", session_id, lambda: self.store.load(session_id))
+
+    def acquire(self, session_id: str, owner: str) -> bool:
+        self.step[session_id] = self.step.get(session_id, 0) + 1
+        return self._timed("acquire", session_id, lambda: self.store.acquire(session_id, owner))
+
+    def release(self, session_id: str, owner: str) -> bool:
+        return self._timed("release", session_id, lambda: self.store.release(session_id, owner))
 
 
 async def checkpoints(path: Path, runs: int, *, forget: bool) -> TimedStore:
     timed = TimedStore(SqliteStore(path), forget=forget)
     for _ in range(runs):
         runtime = AgentRuntime(Model(), Tools(), defaults=AgentConfig(max_steps=STEPS), store=timed)
-        session = runtime.start_session("Summarise every module under src/")
-        await runtime.run(session.session_id)
-        assert len(session.steps) == STEPS
-    timed.store.close()
+        summary = await runtime.run(runtime.start_session("Summarise every module under src/").session_id)
+        assert len(summary.session.steps) == STEPS
+    store, session = timed.store, summary.session
+    timed.reload_ms = {
+        f"load ({STEPS} steps)": timed_ms(lambda: store.load(session.session_id), 200),
+        f"is_current ({STEPS} steps)": timed_ms(lambda: store.is_current(session), 200),
+    }
+    store.close()
     return timed
 
 
 def us(seconds: Sequence[float]) -> str:
-    return f"{statistics.median(seconds) * 1e6:.0f}"
+    return f"{statistics.median(seconds) * 1e6:.0f}" if seconds else "-"
 
 
 def checkpoint_table(incremental: TimedStore, whole: TimedStore, runs: int) -> None:
-    print(f"\nCheckpoints: {runs} sessions x {STEPS} steps, 1 tool call per step (µs; median unless said)")
-    print(f"{'store':<15}{'per save':>9}{'p95':>8}{'saves/step':>11}{'per step':>9}{'step 1-5':>9}"
-          f"{'step 16-20':>11}")
-    for label, timed in (("incremental", incremental), ("whole session", whole)):
-        steps: dict[tuple[str, int], list[float]] = {}
-        for sid, step, seconds in timed.saves:
-            if step:
-                steps.setdefault((sid, step), []).append(seconds)
-        times = [t for group in steps.values() for t in group]
-        early = [t for (_, step), group in steps.items() if step <= 5 for t in group]
-        late = [t for (_, step), group in steps.items() if step > STEPS - 5 for t in group]
-        p95 = statistics.quantiles(times, n=20)[-1]
-        print(f"{label:<15}{us(times):>9}{p95 * 1e6:8.0f}{len(times) / len(steps):11.1f}"
-              f"{us([sum(group) for group in steps.values()]):>9}{us(early):>9}{us(late):>11}")
+    print(f"\nStore calls per step: {runs} sessions x {STEPS} steps, 1 tool call per step, the real runtime "
+          "(µs, median)")
+    print(f"{'operation':<26}{'calls/step':>11}{'steps 1-5':>11}{'steps 16-20':>13}{'p95 all':>9}")
+    rows = [(f"{op} (incremental)" if op == "save" else op, incremental, op)
+            for op in ("save", "acquire", "load", "release")]
+    rows.append(("save (whole session)", whole, "save"))
+    for label, timed, op in rows:
+        calls = [(step, t) for name, _, step, t in timed.calls if name == op and step]
+        times = [t for _, t in calls]
+        early = [t for step, t in calls if step <= 5]
+        late = [t for step, t in calls if step > STEPS - 5]
+        p95 = statistics.quantiles(times, n=20)[-1] * 1e6
+        print(f"{label:<26}{len(calls) / (runs * STEPS):11.1f}{us(early):>11}{us(late):>13}{p95:9.0f}")
+    totals: dict[tuple[str, int], float] = {}
+    for _, sid, step, seconds in incremental.calls:
+        if step:
+            totals[(sid, step)] = totals.get((sid, step), 0.0) + seconds
+    early = [t for (_, step), t in totals.items() if step <= 5]
+    late = [t for (_, step), t in totals.items() if step > STEPS - 5]
+    print(f"{'all of one step':<26}{'':>11}{us(early):>11}{us(late):>13}")
+    print("\nReloading a session before a step (µs, median of 200)")
+    for label, ms in incremental.reload_ms.items():
+        print(f"{label:<26}{ms * 1e3:11.0f}")
 
 
 def populate(store: SqliteStore, count: int) -> None:
@@ -150,8 +179,8 @@ def listing_table(path: Path, count: int) -> None:
         cases = {
             "first page (50)": lambda: store.list(),
             "status=finished, 50": lambda: store.list("finished"),
-            "page at offset 5000": lambda: store.list(offset=5000),
-            "load one session": lambda: store.load("sess_004242"),
+            f"page at offset {count // 2}": lambda: store.list(offset=count // 2),
+            f"load one session ({STEPS // 20} step)": lambda: store.load(f"sess_{count // 2:06d}"),
         }
         for label, call in cases.items():
             print(f"{label:<24}{timed_ms(call, 200):8.3f}")

@@ -100,4 +100,5 @@ async def daemon_factory(workspace: Path) -> AsyncIterator[Callable[..., Any]]:
 
     yield start
     for client in started:
-        await client.lsp.shutdown_session()
+        if client.lsp._server.returncode is None:  # not already shut down by the test
+            await client.lsp.shutdown_session()

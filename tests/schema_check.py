@@ -98,7 +98,8 @@ def _check_call(direction: Direction, message: dict[str, Any]) -> list[str]:
     if entry["direction"] != direction:
         return [f"{method} is {entry['direction']}, but {direction} sent it"]
     if (table == "requests") != ("id" in message):
-        return [f"{method} is one of the schema's {table}, but the message {'has' if 'id' in message else 'lacks'} an id"]
+        has = "has" if "id" in message else "lacks"
+        return [f"{method} is one of the schema's {table}, but the message {has} an id"]
     pointer = f"/{table}/{_escape(method)}/params"
     return [f"{method} params {line}" for line in problems(pointer, message.get("params"))]
 

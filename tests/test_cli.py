@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mini_agent.replay import ReplayServer
+from mini_agent_client import AgentClient
 from mini_agent_client.demo import SCRIPT as SEED_SCRIPT
 from mini_agent_client.demo import TASK as SEED_TASK
 
@@ -56,13 +56,14 @@ DELETE_SCRIPT: list[dict[str, Any]] = [
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    env = daemon_env(COLUMNS="120", TERM="xterm-256color", **extra)
+    env = daemon_env(COLUMNS="120", TERM="xterm-256color")
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "MINI_AGENT_MODEL", "NO_COLOR"):
         env.pop(name, None)
-    return env
+    return {**env, **extra}
 
 
-def run_cli(args: list[str], cwd: Path, *, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+def run_cli(args: list[str], cwd: Path, *, stdin: str | None = None,
+            **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], cwd=cwd, env=cli_env(**env), input=stdin, capture_output=True,
                           text=True, timeout=120, check=False)
 
@@ -140,8 +141,9 @@ async def test_json_prints_every_event_in_order_and_ends_with_the_result(workspa
     assert steps == sorted(steps) and steps[-1] == 3
     calls = [e for e in events if e["kind"] in ("tool_call", "tool_call_update")]
     for call_id in {e["toolCallId"] for e in calls}:
-        assert [e["status"] for e in calls if e["toolCallId"] == call_id][0] == "pending"
-    assert [e["kind"] for e in events if e["kind"] not in ("agent_thought_chunk", "usage_update", "status")] == \
+        assert next(e["status"] for e in calls if e["toolCallId"] == call_id) == "pending"
+    chatter = ("agent_thought_chunk", "usage_update", "status")
+    assert [e["kind"] for e in events if e["kind"] not in chatter] == \
         ["tool_call", "tool_call_update", "tool_call_update"] * 3 + ["agent_message_chunk", "result"]
 
 
@@ -200,7 +202,7 @@ async def test_ctrl_c_in_the_terminal_cancels_and_exits_130(workspace: Path) -> 
     sent: list[bytes] = []
 
     def interrupt_once_waiting(screen: str) -> bytes | None:
-        if "step 1" in screen and not sent:
+        if model.exchanges and not sent:  # the model request is in flight
             sent.append(b"\x03")
             return b"\x03"
         return None
@@ -210,12 +212,13 @@ async def test_ctrl_c_in_the_terminal_cancels_and_exits_130(workspace: Path) -> 
             run_in_pty, ["ask", "wait for it", "--base-url", model.base_url], workspace,
             on_output=interrupt_once_waiting)
     assert code == 130, screen
-    assert "cancelled" in screen
+    assert "ready (cancelled)" in screen  # the run's summary: the session is left ready, not killed
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("policy", "deleted"), [("all", True), ("none", False)])
-async def test_approve_flag_decides_for_tools_that_need_approval(policy: str, deleted: bool, workspace: Path) -> None:
+async def test_approve_flag_decides_for_tools_that_need_approval(policy: str, deleted: bool,
+                                                                 workspace: Path) -> None:
     (workspace / "danger.py").write_text(DANGER)
     (workspace / "victim.txt").write_text("x")
     async with ReplayServer(DELETE_SCRIPT) as model:
@@ -225,7 +228,8 @@ async def test_approve_flag_decides_for_tools_that_need_approval(policy: str, de
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     decisions = [e for e in events if e["kind"] == "permission"]
-    assert [(d["tool"], d["decision"]) for d in decisions] == [("delete_file", "allow_once" if deleted else "reject_once")]
+    expected = "allow_once" if deleted else "reject_once"
+    assert [(d["tool"], d["decision"]) for d in decisions] == [("delete_file", expected)]
     assert (workspace / "victim.txt").exists() is not deleted
 
 
@@ -259,3 +263,42 @@ def test_tools_prints_the_reflected_schemas(workspace: Path) -> None:
     assert tools["count_file_lines"]["inputSchema"]["required"] == ["file_path"]
     assert tools["average"]["inputSchema"]["properties"]["values"]["items"]["type"] == "number"
     assert not (workspace / ".mini-agent").exists()  # listing schemas leaves no state behind
+
+
+@pytest.mark.asyncio
+async def test_sessions_list_show_approve_and_resume_a_stored_session(workspace: Path) -> None:
+    """A session left waiting for approval by one daemon is listed, shown, approved and finished by
+    the command line's own daemons (the store keeps it in the workspace)."""
+    (workspace / "danger.py").write_text(DANGER)
+    (workspace / "victim.txt").write_text("x")
+
+    async def no_decision(params: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("decide later")
+
+    async with ReplayServer(DELETE_SCRIPT) as model:
+        llm = {"llm": {"baseUrl": model.base_url, "model": "replay"}}
+        async with AgentClient.spawn(root=workspace, options=llm, env=daemon_env()) as client:
+            client.on_permission(no_decision)
+            await client.register_tool("danger.py")
+            session_id = await client.start_session("delete victim.txt")
+            step = await client.step(session_id)
+        assert step["status"] == "awaiting_approval"
+        call_id = step["pendingApprovals"][0]["toolCall"]["id"]
+
+        waiting = ["sessions", "--status", "awaiting_approval", "--json"]
+        listed = await asyncio.to_thread(run_cli, waiting, workspace)
+        assert [s["sessionId"] for s in json.loads(listed.stdout)] == [session_id], listed.stderr
+        table = await asyncio.to_thread(run_cli, ["sessions"], workspace)
+        assert session_id in table.stdout and "awaiting_approval" in table.stdout
+        shown = await asyncio.to_thread(run_cli, ["sessions", "show", session_id], workspace)
+        assert "delete victim.txt" in shown.stdout and "→ delete_file" in shown.stdout, shown.stderr
+
+        approve = ["sessions", "approve", session_id, call_id, "allow_once"]
+        approved = await asyncio.to_thread(run_cli, approve, workspace)
+        assert approved.returncode == 0, approved.stderr
+        resumed = await asyncio.to_thread(
+            run_cli, ["sessions", "resume", session_id, "--json", "--base-url", model.base_url], workspace)
+    assert resumed.returncode == 0, resumed.stderr
+    result = json.loads(resumed.stdout.splitlines()[-1])
+    assert result["stopReason"] == "end_turn" and result["finalAnswer"] == "deleted victim.txt"
+    assert not (workspace / "victim.txt").exists()

@@ -20,9 +20,10 @@ else
     "$PYTHON" -c 'import json, re, sys
 value = json.loads(sys.argv[1])
 for key, index in re.findall(r"\.(\w+)|\[(\d+)\]", sys.argv[2]):
-    value = value.get(key) if key else (value[int(index)] if isinstance(value, list) and int(index) < len(value) else None)
-    if value is None:
-        break
+    if key:
+        value = value.get(key) if isinstance(value, dict) else None
+    else:
+        value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
 print(json.dumps(value, separators=(",", ":")))' "$1" "$2"
   }
 fi

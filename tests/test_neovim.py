@@ -34,7 +34,8 @@ def _nvim() -> str:
     found = shutil.which("nvim") or shutil.which("nvim", path=str(Path(sys.executable).parent))
     if found is None:
         pytest.fail(f"nvim not found: {INSTALL_HINT}")
-    first = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30).stdout.split("\n")[0]
+    version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
+    first = version.stdout.split("\n")[0]
     match = re.search(r"v(\d+)\.(\d+)", first)
     if match is None or (int(match[1]), int(match[2])) < (0, 10):
         pytest.fail(f"{found} is {first!r}, too old: {INSTALL_HINT}")
@@ -71,7 +72,11 @@ def _replay(script: Path, env: dict[str, str], log: Path) -> Iterator[str]:
     with log.open("w") as errors:
         proc = subprocess.Popen(
             [sys.executable, "-m", "mini_agent.replay", "--script", str(script), "--port", "0"],
-            stdout=subprocess.PIPE, stderr=errors, stdin=subprocess.DEVNULL, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
         try:
             assert proc.stdout is not None
@@ -100,7 +105,11 @@ def test_neovim(lua: Path, tmp_path: Path) -> None:
         try:
             result = subprocess.run(
                 [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-l", str(lua)],
-                cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                cwd=root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
                 timeout=NVIM_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired as exc:

@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
-
 from mini_agent.replay import ReplayServer
 from mini_agent.server import METHODS
 from mini_agent_client import AgentClient
 from mini_agent_client.demo import SCRIPT as SEED_SCRIPT
 from mini_agent_client.demo import TASK as SEED_TASK
 from mini_agent_client.rpc import RpcError
+from referencing import Registry, Resource
 
 from .conftest import ROOT, daemon_env
 from .schema_check import FrameChecker, SchemaViolation, check, schema, spec, validate
@@ -42,24 +41,26 @@ def test_schema_is_valid_2020_12_and_every_ref_resolves() -> None:
             parts = ("params", "result") if table == "requests" else ("params",)
             for part in parts:
                 Draft202012Validator.check_schema(entry[part])
-    resolver = Registry().with_resource(document["$id"], Resource.from_contents(document)).resolver(document["$id"])
+    registry: Registry[Any] = Registry().with_resource(document["$id"], Resource.from_contents(document))
+    resolver = registry.resolver(document["$id"])
     for ref in _refs(document):
         assert resolver.lookup(ref).contents is not None, ref
 
 
 def test_schema_covers_every_method_the_daemon_advertises_and_the_docs_name() -> None:
-    from mini_agent.server import AgentProtocol  # noqa: F401 — the module defines what initialize advertises
-
-    advertised = {*METHODS, "agent/update", "agent/toolsChanged", "agent/requestPermission", "agent/executeTool"}
-    documented = set(re.findall(r"`(agent/[A-Za-z]+)", (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")))
+    advertised = {*METHODS, "agent/update", "agent/toolsChanged",
+                  "agent/requestPermission", "agent/executeTool"}
+    docs = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"`(agent/[A-Za-z]+)", docs))
     missing = sorted(m for m in advertised | documented if spec(m) is None)
     assert missing == []
 
 
 def test_checker_names_what_is_wrong() -> None:
     usage = {"promptTokens": 1, "completionTokens": 1, "cachedTokens": 0}
-    good = {"jsonrpc": "2.0", "method": "agent/update",
-            "params": {"sessionId": "s1", "step": 0, "update": {"kind": "usage_update", "usage": usage, "total": usage}}}
+    update = {"kind": "usage_update", "usage": usage, "total": usage}
+    params = {"sessionId": "s1", "step": 0, "update": update}
+    good = {"jsonrpc": "2.0", "method": "agent/update", "params": params}
     validate("serverToClient", None, good)
 
     bad_update = json.loads(json.dumps(good))
@@ -93,7 +94,8 @@ async def test_a_whole_session_fits_the_schema_in_both_directions(workspace: Pat
     checker = FrameChecker(strict_client=True)
     async with ReplayServer([*SEED_SCRIPT, *NATIVE_TURNS]) as model:
         options = {"llm": {"baseUrl": model.base_url, "model": "replay"}, "store": {"enabled": False}}
-        async with AgentClient.spawn(root=workspace, options=options, env=daemon_env(), tap=checker.tap) as client:
+        spawn = AgentClient.spawn(root=workspace, options=options, env=daemon_env(), tap=checker.tap)
+        async with spawn as client:
             asked: list[dict[str, Any]] = []
 
             async def execute(params: dict[str, Any]) -> Any:
@@ -111,9 +113,9 @@ async def test_a_whole_session_fits_the_schema_in_both_directions(workspace: Pat
             steps = [await client.step(seed) for _ in range(4)]
             assert steps[-1]["stopReason"] == "end_turn"
 
-            await client.register_client_tool("ask_user", "Ask the user a question.",
-                                              {"type": "object", "properties": {"question": {"type": "string"}},
-                                               "required": ["question"]})
+            question = {"type": "object", "properties": {"question": {"type": "string"}},
+                        "required": ["question"]}
+            await client.register_client_tool("ask_user", "Ask the user a question.", question)
             await client.register_tool("tools.py", function="count_file_lines", requires_approval=True)
             assert {t["name"] for t in await client.list_tools()} >= {"ask_user", "count_file_lines"}
             native = await client.start_session("How long is the file the user means?",
@@ -128,8 +130,8 @@ async def test_a_whole_session_fits_the_schema_in_both_directions(workspace: Pat
             idle = await client.start_session("nothing to do")
             await client.cancel(idle)
             await client.call("agent/unregisterTool", {"name": "ask_user"})
-            for method, params in [("agent/step", {"sessionId": "sess_missing"}),
-                                   ("agent/approve", {"sessionId": idle, "toolCallId": "nope", "decision": "allow_once"})]:
+            approve = {"sessionId": idle, "toolCallId": "nope", "decision": "allow_once"}
+            for method, params in [("agent/step", {"sessionId": "sess_missing"}), ("agent/approve", approve)]:
                 with pytest.raises(RpcError):
                     await client.call(method, params)
 
@@ -137,6 +139,6 @@ async def test_a_whole_session_fits_the_schema_in_both_directions(workspace: Pat
     assert {"agent/update", "agent/toolsChanged", "agent/requestPermission", "agent/executeTool",
             "$/progress"} <= methods
     kinds = {m["params"]["update"]["kind"] for _, m in checker.seen if m.get("method") == "agent/update"}
-    assert kinds == {"agent_thought_chunk", "tool_call", "tool_call_update", "agent_message_chunk", "usage_update",
-                     "status"}
+    assert kinds == {"agent_thought_chunk", "tool_call", "tool_call_update", "agent_message_chunk",
+                     "usage_update", "status"}
     assert checker.errors == []

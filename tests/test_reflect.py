@@ -623,8 +623,8 @@ class Shade(Enum):
         ("plain text", "plain text"),
         (3, "3"),
         (None, "null"),
-        ({"名前": [1, 2.5, True]}, '{"名前": [1, 2.5, true]}'),
-        ((1, "a"), '[1, "a"]'),
+        ({"名前": [1, 2.5, True]}, '{"名前":[1,2.5,true]}'),
+        ((1, "a"), '[1,"a"]'),
         (Shade.DARK, '"dark"'),
         (Path("a/b"), '"a/b"'),
     ],
@@ -636,7 +636,7 @@ def test_render_result(value: Any, text: str) -> None:
 def test_render_dataclass_and_model(tmp_path: Path) -> None:
     module = load(tmp_path, NESTED_DATACLASSES)
     segment = module.Segment(module.Point(1), module.Point(2, 3))
-    assert render_result(segment) == ('{"start": {"x": 1, "y": 0}, "end": {"x": 2, "y": 3}, "labels": []}')
+    assert render_result(segment) == '{"start":{"x":1,"y":0},"end":{"x":2,"y":3},"labels":[]}'
 
 
 def test_unserialisable_result_is_refused_not_repr() -> None:

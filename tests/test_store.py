@@ -3,7 +3,6 @@ processes, damaged and locked files, schema migrations, listing, and the runtime
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sqlite3
@@ -69,8 +68,8 @@ def fresh(sid: str = "sess_1", task: str = "Count the lines in README.md") -> Ag
 def rich() -> AgentSession:
     """Every kind of value the store must carry, with text that must come back byte for byte."""
     session = fresh(task="héllo\r\n漢字 🙂 \x00 trailing  ")
-    good = ToolCall("c1", "read_file", {"path": "README.md", "lines": None, "nested": [1, 2.5, {"x": True}]},
-                    '{"path": "README.md",  "lines": null}')
+    arguments = {"path": "README.md", "lines": None, "nested": [1, 2.5, {"x": True}], "odd": "caf\udce9"}
+    good = ToolCall("c1", "read_file", arguments, '{"path": "README.md",  "lines": null}')
     broken = ToolCall("c2", "read_file", {}, '{"path": "READ', parse_error="Unterminated string at char 9")
     risky = ToolCall("c3", "wipe", {})
     first = StepRecord(0, thought="Look first.\n", completion="Thought: Look first.\nAction: read_file\n",
@@ -85,15 +84,21 @@ def rich() -> AgentSession:
     session.messages += [
         Message(Role.ASSISTANT, first.completion, tool_calls=(good, broken)),
         Message(Role.TOOL, "x" * 50, tool_call_id="c1", name="read_file"),
-        Message(Role.TOOL, "bad JSON", tool_call_id="c2", name="read_file"),
+        Message(Role.TOOL, "bad JSON", tool_call_id="c2", name="read_file\ud800"),
+        Message(Role.USER, "ls: caf\udce9.txt"),  # lone surrogates: a file name that was not UTF-8
         Message(Role.ASSISTANT, "", tool_calls=(risky,)),
     ]
     session.pending = [PendingApproval(risky, 1), PendingApproval(good, 0, Decision.REJECT_ONCE, "no")]
     session.standing_decisions = {"wipe": Decision.REJECT_ALWAYS, "read_file": Decision.ALLOW_ALWAYS}
     session.status = SessionStatus.AWAITING_APPROVAL
+    session.final_answer = "not yet \udcff"
     session.usage = TokenUsage(120, 30, 64)
     session.created_at, session.updated_at = 1700000000.123456789, float("inf")
     return session
+
+
+def child_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(SERVER), os.environ.get("PYTHONPATH", "")])}
 
 
 def trace(store: SqliteStore) -> list[str]:
@@ -104,10 +109,13 @@ def trace(store: SqliteStore) -> list[str]:
 
 
 def kinds(statements: Sequence[str]) -> list[str]:
-    """'INSERT messages', 'UPDATE sessions', 'BEGIN', … — enough to see what a save wrote."""
+    """'INSERT messages', 'UPDATE sessions', 'BEGIN', … — enough to see what a save wrote (PRAGMAs
+    only read)."""
     out = []
     for sql in statements:
         words = sql.split()
+        if words[0] == "PRAGMA":
+            continue
         table = next((w for w in words[1:4] if w in ("sessions", "messages", "steps")), "")
         out.append(f"{words[0]} {table}".strip())
     return out
@@ -134,8 +142,11 @@ def test_round_trip_is_exact_across_reopen(store: SqliteStore, db: Path) -> None
     assert store.load("sess_missing") is None
 
 
+TEXT = st.text(st.characters() | st.characters(categories=["Cs"]))  # surrogates too, often
+
+
 @settings(max_examples=30, deadline=None)
-@given(texts=st.lists(st.text(), min_size=1, max_size=4), elapsed=st.floats(allow_nan=False))
+@given(texts=st.lists(TEXT, min_size=1, max_size=4), elapsed=st.floats(allow_nan=False))
 def test_any_text_and_float_round_trip(texts: list[str], elapsed: float) -> None:
     with tempfile.TemporaryDirectory() as folder, SqliteStore(Path(folder) / "s.db") as store:
         session = fresh()
@@ -144,7 +155,8 @@ def test_any_text_and_float_round_trip(texts: list[str], elapsed: float) -> None
             session.steps.append(StepRecord(n, completion=text, tool_calls=[call], elapsed_ms=elapsed,
                                             observations=[Observation(call.id, call.name, text, logs=text)]))
             session.messages.append(Message(Role.ASSISTANT, text, (call,)))
-            session.messages.append(Message(Role.TOOL, text, tool_call_id=call.id))
+            session.messages.append(Message(Role.TOOL, text, tool_call_id=call.id, name=text))
+            session.task = session.final_answer = text
             store.save(session)
         with SqliteStore(Path(folder) / "s.db") as other:
             assert other.load(session.session_id) == session
@@ -215,6 +227,22 @@ def test_rewritten_history_and_foreign_writers_are_stored_whole(store: SqliteSto
     assert store.load("sess_1") == session
 
 
+def test_is_current_says_when_a_reload_would_change_nothing(store: SqliteStore, db: Path) -> None:
+    session = rich()
+    assert not store.is_current(session)  # never written
+    store.save(session)
+    assert store.is_current(session)
+    session.steps[-1].started.add("c3")  # changed in memory only
+    assert not store.is_current(session)
+    store.save(session)
+    assert store.is_current(session)
+    with SqliteStore(db) as other:  # any commit by another connection may have touched it
+        other.save_registrations([])
+    assert not store.is_current(session)
+    reloaded = store.load("sess_1")
+    assert reloaded is not None and store.is_current(reloaded) and reloaded == session
+
+
 @pytest.mark.asyncio
 async def test_runtime_checkpoints_reload_exactly_and_write_each_message_once(db: Path) -> None:
     store = SqliteStore(db)
@@ -226,8 +254,9 @@ async def test_runtime_checkpoints_reload_exactly_and_write_each_message_once(db
     session = runtime.start_session("count")
     summary = await runtime.run(session.session_id)
     assert summary.stop_reason is StopReason.END_TURN
+    session = summary.session  # the runtime reloads the session from the store at every step
     assert kinds(statements).count("INSERT messages") == len(session.messages)
-    assert statements.count("BEGIN IMMEDIATE") == statements.count("COMMIT")
+    assert sum(sql.startswith("BEGIN") for sql in statements) == statements.count("COMMIT")
     with SqliteStore(db) as other:
         assert other.load(session.session_id) == session
     store.close()
@@ -246,11 +275,9 @@ class Model:
 
 
 class Tools:
-    def __init__(self, *specs: ToolSpec, hang: bool = False) -> None:
+    def __init__(self, *specs: ToolSpec) -> None:
         self.specs = {spec.name: spec for spec in specs}
         self.ran: list[str] = []
-        self.running = asyncio.Event()
-        self.hang = hang
 
     def list(self) -> list[ToolSpec]:
         return list(self.specs.values())
@@ -260,9 +287,6 @@ class Tools:
 
     async def execute(self, call: ToolCall, *, session_id: str) -> Observation:
         self.ran.append(call.id)
-        self.running.set()
-        if self.hang:
-            await asyncio.Event().wait()
         return Observation(call.id, call.name, "ran")
 
 
@@ -270,21 +294,47 @@ def action(call: ToolCall) -> LLMResponse:
     return LLMResponse(f"Action: {call.name}", thought="t", tool_calls=(call,), usage=TokenUsage(9, 3, 1))
 
 
+CRASHER = """
+import asyncio, sys
+from pathlib import Path
+from mini_agent.contracts import LLMResponse, ToolCall, ToolSpec
+from mini_agent.runtime import AgentRuntime
+from mini_agent.store import SqliteStore
+
+NOTE = ToolSpec("write_note", "Write.", {"type": "object", "properties": {}})
+
+class Model:
+    async def generate(self, messages, tools, config, on_text=None):
+        return LLMResponse("Action: write_note", tool_calls=(ToolCall("c1", "write_note", {}),))
+
+class Tools:
+    def list(self): return [NOTE]
+    def get(self, name): return NOTE
+    async def execute(self, call, *, session_id):
+        print(session_id, flush=True)  # the tool is running; the test kills us now
+        await asyncio.Event().wait()
+
+async def main():
+    runtime = AgentRuntime(Model(), Tools(), store=SqliteStore(Path(sys.argv[1])))
+    await runtime.step(runtime.start_session("write").session_id)
+
+asyncio.run(main())
+"""
+
+
 @pytest.mark.asyncio
-async def test_a_tool_cut_off_by_a_crash_is_reported_interrupted_not_rerun(db: Path) -> None:
-    wipe = ToolCall("c1", "write_note", {})
-    note = ToolSpec("write_note", "Write.", {"type": "object", "properties": {}})
-    hung = Tools(note, hang=True)
-    first = AgentRuntime(Model([action(wipe)]), hung, store=SqliteStore(db))
-    session = first.start_session("write")
-    step = asyncio.ensure_future(first.step(session.session_id))
-    await hung.running.wait()  # the daemon "dies" here: only what is on disk survives
-    tools = Tools(note)
+async def test_a_tool_cut_off_by_a_killed_daemon_is_reported_interrupted_not_rerun(db: Path) -> None:
+    crasher = subprocess.Popen([sys.executable, "-c", CRASHER, str(db)], stdout=subprocess.PIPE, text=True,
+                               env=child_env())
+    assert crasher.stdout is not None
+    session_id = crasher.stdout.readline().strip()
+    crasher.kill()
+    crasher.wait()
+    crasher.stdout.close()
+    tools = Tools(ToolSpec("write_note", "Write.", {"type": "object", "properties": {}}))
     second = AgentRuntime(Model([]), tools, store=SqliteStore(db))
-    record = await second.step(session.session_id)
+    record = await second.step(session_id)  # the dead daemon's lease is taken over at once
     assert tools.ran == [] and record.observations[0].output == INTERRUPTED
-    step.cancel()
-    await asyncio.gather(step, return_exceptions=True)
 
 
 @pytest.mark.asyncio
@@ -320,9 +370,8 @@ sys.stdin.read()  # keep the lease (and the pid) alive until the test closes std
 
 
 def holders(db: Path, owners: list[str]) -> list[subprocess.Popen[str]]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SERVER), os.environ.get("PYTHONPATH", "")])}
     procs = [subprocess.Popen([sys.executable, "-c", HOLDER, str(db), owner], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=env) for owner in owners]
+                              stdout=subprocess.PIPE, text=True, env=child_env()) for owner in owners]
     for proc in procs:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     return procs

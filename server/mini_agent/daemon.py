@@ -17,6 +17,7 @@ from .llm.client import OpenAICompatibleClient
 from .params import InitOptions
 from .runtime import AgentRuntime, AgentUpdate
 from .session import AgentConfig, AgentSession, Decision
+from .store import SqliteStore, StoreError
 from .tools import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ class Daemon:
         self.options = options
         self._notify = notify
         self._request = request
+        self.store_error: str | None = None
+        self.store = self._open_store(options) if options.store.enabled else None
         self.llm = OpenAICompatibleClient()
         self.registry = ToolRegistry(
             root,
@@ -49,7 +52,7 @@ class Daemon:
         if options.system_prompt is not None:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
         self.runtime = AgentRuntime(self.llm, self.registry, defaults=defaults, events=self._on_update,
-                                    approver=self)
+                                    approver=self, store=self.store)
         self._watchers: dict[str, list[Callable[[AgentUpdate], None]]] = {}
 
     def watch(self, session_id: str, callback: Callable[[AgentUpdate], None]) -> Callable[[], None]:
@@ -58,8 +61,54 @@ class Daemon:
         callbacks.append(callback)
         return lambda: callbacks.remove(callback)
 
-    def tools_changed(self) -> None:
+    def _open_store(self, options: InitOptions) -> SqliteStore | None:
+        """A store that cannot be opened is reported, and the daemon runs on without persistence."""
+        try:
+            if options.store.path:
+                return SqliteStore(self.root / options.store.path)
+            return SqliteStore.for_workspace(self.root)
+        except StoreError as exc:
+            self.store_error = f"sessions will not be saved: {exc}"
+            log.error("%s", self.store_error)
+            return None
+
+    async def restore_tools(self) -> list[str]:
+        """Re-register what this workspace had registered before; returns the problems met."""
+        if self.store is None:
+            return []
+        try:
+            problems = await self.registry.restore(self.store.load_registrations())
+        except StoreError as exc:
+            return [str(exc)]
+        if self.registry.list():
+            self.tools_changed(persist=False)
+        return problems
+
+    def tools_changed(self, *, persist: bool = True) -> None:
+        if persist and self.store is not None:
+            self.store.save_registrations(self.registry.registrations())
         self._notify("agent/toolsChanged", {"tools": [wire.tool_spec(spec) for spec in self.registry.list()]})
+
+    def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+        if self.store is None:
+            held = self.runtime.sessions(status=status)
+            return [wire.session_summary(s) for s in held[offset : offset + limit]], len(held)
+        rows, total = self.store.list(status, limit, offset)
+        return [wire.session_row(row) for row in rows], total
+
+    def delete_session(self, session_id: str) -> bool:
+        self.runtime.get(session_id)
+        if self.runtime.is_busy(session_id):
+            self.runtime.cancel(session_id)
+        self.runtime.forget(session_id)
+        return self.store.delete(session_id) if self.store is not None else True
+
+    def load_session(self, session_id: str) -> int:
+        """Replay a stored trajectory as agent/update notifications; returns how many were sent."""
+        updates = self.runtime.replay(session_id)
+        for update in updates:
+            self._on_update(update)
+        return len(updates)
 
     def _on_update(self, update: AgentUpdate) -> None:
         self._notify("agent/update", {"sessionId": update.session_id, "step": update.step, "update": update.update})
@@ -90,6 +139,9 @@ class Daemon:
     async def aclose(self) -> None:
         await self.registry.aclose()
         await self.llm.aclose()
+        if self.store is not None:
+            self.store.release_all(self.runtime.owner)
+            self.store.close()
 
 
 def _decision_from(answer: Any) -> tuple[Decision, str | None] | None:

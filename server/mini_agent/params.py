@@ -93,7 +93,7 @@ class StepParams(SessionParams):
 
 class ApproveParams(SessionParams):
     tool_call_id: str = Field(min_length=1)
-    decision: Decision
+    decision: Decision = Field(strict=False)  # strict mode would want an enum instance, not its value
     reason: str | None = None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -52,11 +53,16 @@ class ToolExecutor(Protocol):
 
 
 class SessionStore(Protocol):
-    """Durable sessions. `save` is called at every checkpoint and must write only what changed."""
+    """Durable sessions. `save` is called at every checkpoint and must write only what changed; a
+    lease keeps two daemons from stepping one session at once."""
 
     def save(self, session: AgentSession) -> None: ...
 
     def load(self, session_id: str) -> AgentSession | None: ...
+
+    def acquire(self, session_id: str, owner: str) -> bool: ...
+
+    def release(self, session_id: str, owner: str) -> bool: ...
 
 
 class Approver(Protocol):
@@ -86,8 +92,8 @@ class UnknownSession(LookupError):
 
 
 class SessionBusy(RuntimeError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {session_id!r} is already stepping; wait for it or cancel it")
+    def __init__(self, session_id: str, where: str = "") -> None:
+        super().__init__(f"session {session_id!r} is already stepping{where}; wait for it or cancel it")
         self.session_id = session_id
 
 
@@ -153,6 +159,7 @@ class AgentRuntime:
         self._store = store
         self._emit_sink = events
         self._approver = approver
+        self.owner = uuid.uuid4().hex
         self._sessions: dict[str, AgentSession] = {}
         self._flights: dict[str, _Flight] = {}
         self._waiters: dict[str, asyncio.Event] = {}
@@ -195,6 +202,18 @@ class AgentRuntime:
                 self._sessions[session_id] = session
         if session is None:
             raise UnknownSession(session_id)
+        return session
+
+    def resume(self, session_id: str) -> AgentSession:
+        """Take a stored session up here (e.g. after a crash); stepping stays agent/step or agent/run."""
+        if session_id in self._flights:
+            return self.get(session_id)
+        session = self._take(session_id) if not self.get(session_id).finished else self.get(session_id)
+        if self._store is not None and not session.finished:
+            self._store.release(session_id, self.owner)
+        if session.status is SessionStatus.RUNNING:  # its daemon died mid-step; the next step goes on from it
+            session.status = SessionStatus.READY
+            self._checkpoint(session)
         return session
 
     def sessions(self, *, status: str | None = None) -> list[AgentSession]:
@@ -247,25 +266,42 @@ class AgentRuntime:
                 return RunSummary(session, record, steps_run, StopReason.MAX_TURN_REQUESTS)
 
     async def step(self, session_id: str, *, wait_for_approval: bool = False) -> StepRecord:
-        session = self.get(session_id)
-        if session.finished:
-            raise SessionFinished(session)
         if session_id in self._flights:
             raise SessionBusy(session_id)
+        session = self._take(session_id)
         flight = self._flights[session_id] = _Flight()
         started = time.perf_counter()
         try:
-            self._set_status(session, SessionStatus.RUNNING)
-            record = await self._advance(session, flight, wait_for_approval)
-        except _StepCancelled:
-            record = self._cancelled(session)
-        except LLMError as exc:
-            record = StepRecord(index=len(session.steps), stop_reason=StopReason.ERROR, error=str(exc))
+            try:
+                self._set_status(session, SessionStatus.RUNNING)
+                record = await self._advance(session, flight, wait_for_approval)
+            except _StepCancelled:
+                record = self._cancelled(session)
+            except LLMError as exc:
+                record = StepRecord(index=len(session.steps), stop_reason=StopReason.ERROR, error=str(exc))
+            finally:
+                del self._flights[session_id]
+            record.elapsed_ms += (time.perf_counter() - started) * 1000.0
+            self._conclude(session, record)
+            return record
         finally:
-            del self._flights[session_id]
-        record.elapsed_ms += (time.perf_counter() - started) * 1000.0
-        self._conclude(session, record)
-        return record
+            if self._store is not None:
+                self._store.release(session_id, self.owner)
+
+    def _take(self, session_id: str) -> AgentSession:
+        """Lease the session and read its latest state: another daemon may have stepped it meanwhile."""
+        session = self.get(session_id)
+        if self._store is not None:
+            if not self._store.acquire(session_id, self.owner):
+                raise SessionBusy(session_id, " in another daemon")
+            fresh = self._store.load(session_id)
+            if fresh is not None:
+                session = self._sessions[session_id] = fresh
+        if session.finished:
+            if self._store is not None:
+                self._store.release(session_id, self.owner)
+            raise SessionFinished(session)
+        return session
 
     async def _advance(self, session: AgentSession, flight: _Flight, wait: bool) -> StepRecord:
         last = session.steps[-1] if session.steps else None
@@ -461,6 +497,28 @@ class AgentRuntime:
         if record.error:
             update["message"] = record.error
         self._emit(session, record.index, update)
+
+    def replay(self, session_id: str) -> list[AgentUpdate]:
+        """The session's trajectory as the updates a live run would have sent (for a freshly opened editor)."""
+        session = self.get(session_id)
+        updates: list[AgentUpdate] = []
+        for record in session.steps:
+            bodies: list[dict[str, Any]] = []
+            if record.completion:
+                bodies.append({"kind": "agent_thought_chunk", "text": record.completion})
+            bodies += [{"kind": "tool_call", **wire.tool_call_event(call, "pending")} for call in record.tool_calls]
+            bodies += [{"kind": "tool_call_update", "toolCallId": obs.call_id,
+                        "status": "failed" if obs.is_error else "completed", "observation": wire.observation(obs)}
+                       for obs in record.observations]
+            if record.final_answer is not None and not record.tool_calls:
+                bodies.append({"kind": "agent_message_chunk", "text": record.final_answer})
+            bodies.append({"kind": "usage_update", **wire.usage_update(record.usage, session.usage)})
+            updates += [AgentUpdate(session_id, record.index, body) for body in bodies]
+        final: dict[str, Any] = {"kind": "status", "status": session.status.value}
+        if session.stop_reason is not None:
+            final["stopReason"] = session.stop_reason.value
+        updates.append(AgentUpdate(session_id, len(session.steps), final))
+        return updates
 
     # -- plumbing -------------------------------------------------------------------------------
 

@@ -60,8 +60,10 @@ PROTOCOL_VERSION = 1
 METHODS = (
     "agent/registerTool", "agent/unregisterTool", "agent/listTools", "agent/startSession", "agent/step",
     "agent/run", "agent/cancel", "agent/approve", "agent/listSessions", "agent/getSession",
+    "agent/resumeSession", "agent/loadSession", "agent/deleteSession",
 )
 SESSION_ERROR = -32001  # a valid request the session cannot take now (busy)
+STORE_ERROR = -32003  # the session store failed (corrupt, locked); the message names the file
 
 
 class _Rejected:
@@ -132,6 +134,7 @@ class AgentServer(LanguageServer):
         self._daemon: Daemon | None = None
         self._init_options: Any = None
         self._init_error: str | None = None
+        self.restoring: asyncio.Future[None] | None = None
         self.shutting_down = False
 
     @property
@@ -202,11 +205,25 @@ def on_initialize(ls: AgentServer, params: types.InitializeParams) -> None:
 
 @server.feature(types.INITIALIZED)
 def on_initialized(ls: AgentServer, params: types.InitializedParams) -> None:
-    """Build the daemon now that initialize is answered, so bad options are reported early."""
+    """Build the daemon now that initialize is answered, so bad options are reported early, and
+    restore the workspace's tool registrations."""
     try:
-        ls.daemon.registry  # noqa: B018 — builds it
+        daemon = ls.daemon
     except JsonRpcException as exc:
-        ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"mini-agent: {exc.message}"))
+        _show_error(ls, exc.message)
+        return
+    if daemon.store_error:
+        _show_error(ls, daemon.store_error)
+    ls.restoring = asyncio.ensure_future(_restore(ls, daemon))
+
+
+async def _restore(ls: AgentServer, daemon: Daemon) -> None:
+    for problem in await daemon.restore_tools():
+        _show_error(ls, f"could not restore a tool registration: {problem}")
+
+
+def _show_error(ls: AgentServer, message: str) -> None:
+    ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"mini-agent: {message}"))
 
 
 @server.feature(types.SHUTDOWN)
@@ -233,6 +250,8 @@ def method(name: str, model: str) -> Callable[[Handler], Handler]:
         async def handle(ls: AgentServer, raw: Any) -> Any:
             from . import params
 
+            if ls.restoring is not None:
+                await asyncio.shield(ls.restoring)
             try:
                 return await handler(ls.daemon, params.parse(name, raw, getattr(params, model)))
             except JsonRpcException:
@@ -248,6 +267,7 @@ def method(name: str, model: str) -> Callable[[Handler], Handler]:
 def _map_error(exc: Exception) -> JsonRpcException:
     from .params import InvalidParams
     from .runtime import SessionBusy, SessionFinished, UnknownSession, UnknownToolCall
+    from .store import StoreError
     from .tools import RegistrationError
 
     if isinstance(exc, InvalidParams):
@@ -262,6 +282,8 @@ def _map_error(exc: Exception) -> JsonRpcException:
         )
     if isinstance(exc, RegistrationError | UnknownToolCall):
         return JsonRpcInvalidParams(str(exc))
+    if isinstance(exc, StoreError):
+        return JsonRpcException(code=STORE_ERROR, message=str(exc), data={"reason": "store", "path": str(exc.path)})
     raise exc
 
 
@@ -440,11 +462,28 @@ async def get_session(daemon: Daemon, p: SessionParams) -> dict[str, Any]:
 
 @method("agent/listSessions", "ListSessionsParams")
 async def list_sessions(daemon: Daemon, p: ListSessionsParams) -> dict[str, Any]:
+    sessions, total = daemon.list_sessions(p.status, p.limit, p.offset)
+    return {"sessions": sessions, "total": total}
+
+
+@method("agent/resumeSession", "SessionParams")
+async def resume_session(daemon: Daemon, p: SessionParams) -> dict[str, Any]:
     from . import wire
 
-    sessions = daemon.runtime.sessions(status=p.status)
-    page = sessions[p.offset : p.offset + p.limit]
-    return {"sessions": [wire.session_summary(s) for s in page], "total": len(sessions)}
+    return wire.session_full(daemon.runtime.resume(p.session_id))
+
+
+@method("agent/loadSession", "SessionParams")
+async def load_session(daemon: Daemon, p: SessionParams) -> dict[str, Any]:
+    from . import wire
+
+    sent = daemon.load_session(p.session_id)
+    return {**wire.session_summary(daemon.runtime.get(p.session_id)), "updatesSent": sent}
+
+
+@method("agent/deleteSession", "SessionParams")
+async def delete_session(daemon: Daemon, p: SessionParams) -> dict[str, Any]:
+    return {"sessionId": p.session_id, "deleted": daemon.delete_session(p.session_id)}
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)

@@ -11,6 +11,7 @@ A lease row per session keeps two daemons on one workspace from stepping the sam
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -20,12 +21,12 @@ import threading
 import time
 import types
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Union, get_args, get_origin, get_type_hints, overload
 
 from .contracts import Message, Role, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
 from .session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord
@@ -80,7 +81,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 
-# The header columns, in the order `_header` produces them (the session id comes last).
+# The header columns in the order `_header` gives them; it adds the session id after them.
 HEADER = ("task", "status", "stop_reason", "final_answer", "prompt_tokens", "completion_tokens",
           "cached_tokens", "standing", "pending", "step_count", "created_at", "updated_at")
 SUMMARY = ("id", "task", "status", "stop_reason", "final_answer", "step_count", "prompt_tokens",
@@ -137,10 +138,11 @@ class _Written:
 
     messages: int
     steps: int
-    last_step: str
+    last_step: bytes  # digest of the newest step's JSON: the only step still changing
     header: tuple[Any, ...]
     config: AgentConfig
     tools: list[ToolSpec]
+    version: int  # PRAGMA data_version then: it moves when another connection commits anything
 
 
 SessionPage = tuple[list[SessionRow], int]
@@ -248,35 +250,53 @@ class SqliteStore:
     # -- sessions -------------------------------------------------------------------------------
 
     def save(self, session: AgentSession) -> None:
+        """Write what changed since this store last saved or loaded the session (all of it the first
+        time), in one transaction."""
+        with self._lock:
+            self._save(session)
+
+    def _save(self, session: AgentSession) -> None:
         sid = session.session_id
         mark = self._written.pop(sid, None)
-        if mark is not None and (len(session.messages) < mark.messages or len(session.steps) < mark.steps):
-            mark = None  # history was rewritten, not appended to: store it whole
+        if mark is not None and not _continues(session, mark):
+            mark = None  # a new setup, or history rewritten rather than appended to: store it whole
         header = _header(session)
-        steps = _step_rows(session, mark)
-        same_setup = mark is not None and session.config == mark.config and session.tools == mark.tools
-        if (mark is not None and same_setup and header == mark.header and not steps
-                and len(session.messages) == mark.messages):
+        steps, last_step = _step_rows(session, mark)
+        if mark is not None and _unchanged(session, mark, header, steps):
             self._written[sid] = mark
             return
         with self._transaction(f"saving session {sid}") as conn:
-            if mark is not None and not (same_setup and _update_header(conn, header, mark.header)):
-                mark = None  # new setup, or the row was deleted meanwhile
+            if mark is not None and not _update_header(conn, header, mark.header):
+                mark = None  # the row was deleted meanwhile
             if mark is None:
                 setup = (_dumps(session.config), _dumps(session.tools))
                 conn.execute(UPSERT_SESSION, (*header[:-1], *setup, sid))
                 conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
                 conn.execute("DELETE FROM steps WHERE session_id = ?", (sid,))
-                steps = _step_rows(session, None)
+                steps, last_step = _step_rows(session, None)
             first = 0 if mark is None else mark.messages
             conn.executemany(INSERT_MESSAGE, _message_rows(sid, session.messages, first))
             conn.executemany(UPSERT_STEP, steps)
-        self._remember(session, header, steps[-1][2] if steps else mark.last_step if mark else "")
+            version = _data_version(conn)
+        self._remember(session, header, last_step, version)
 
-    def _remember(self, session: AgentSession, header: tuple[Any, ...], last_step: str) -> None:
+    def _remember(
+        self, session: AgentSession, header: tuple[Any, ...], last_step: bytes, version: int
+    ) -> None:
         self._written[session.session_id] = _Written(
-            len(session.messages), len(session.steps), last_step, header, session.config, list(session.tools)
+            len(session.messages), len(session.steps), last_step, header, session.config, list(session.tools),
+            version,
         )
+
+    def is_current(self, session: AgentSession) -> bool:
+        """True when `load` would give back what `session` already holds: this store last saved or
+        loaded it, nobody has written to the file since, and it has not changed in memory. Costs
+        what a save that finds nothing to write costs, where `load` costs O(history)."""
+        with self._lock, self._errors(f"checking session {session.session_id}"):
+            mark = self._written.get(session.session_id)
+            if mark is None or mark.version != _data_version(self._conn) or not _continues(session, mark):
+                return False
+            return _unchanged(session, mark, _header(session), _step_rows(session, mark)[0])
 
     def load(self, session_id: str) -> AgentSession | None:
         with self._transaction(f"loading session {session_id}", "DEFERRED") as conn:
@@ -292,12 +312,13 @@ class SqliteStore:
             steps = [row[0] for row in conn.execute(
                 "SELECT record FROM steps WHERE session_id = ? ORDER BY idx", (session_id,)
             )]
+            version = _data_version(conn)
         try:
             session = _session_from(session_id, head, messages, steps)
         except (ValueError, TypeError, KeyError) as exc:
             message = f"session {session_id} in {self.path} cannot be read ({exc!r}); delete it or {FIX_HINT}"
             raise StoreError(message, self.path) from exc
-        self._remember(session, _header(session), steps[-1] if steps else "")
+        self._remember(session, _header(session), _digest(steps[-1]) if steps else b"", version)
         return session
 
     def delete(self, session_id: str) -> bool:
@@ -412,10 +433,15 @@ def _explain(path: Path, exc: sqlite3.Error, busy_timeout: float) -> str:
 # -- rows ---------------------------------------------------------------------------------------
 
 
+def _data_version(conn: sqlite3.Connection) -> int:
+    version: int = conn.execute("PRAGMA data_version").fetchone()[0]
+    return version
+
+
 def _header(session: AgentSession) -> tuple[Any, ...]:
     usage = session.usage
     return (
-        session.task, session.status.value, _value(session.stop_reason), session.final_answer,
+        _text(session.task), session.status.value, _value(session.stop_reason), _text(session.final_answer),
         usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
         _dumps(session.standing_decisions), _dumps(session.pending), len(session.steps),
         session.created_at, session.updated_at, session.session_id,
@@ -433,22 +459,57 @@ def _update_header(conn: sqlite3.Connection, header: tuple[Any, ...], before: tu
     return conn.execute(f"UPDATE sessions SET {columns} WHERE id = ?", (*values, header[-1])).rowcount > 0
 
 
-def _step_rows(session: AgentSession, mark: _Written | None) -> list[tuple[str, int, str]]:
-    """Steps to write: every step new since `mark`, and the last one written if it changed since."""
+def _continues(session: AgentSession, mark: _Written) -> bool:
+    return (len(session.messages) >= mark.messages and len(session.steps) >= mark.steps
+            and session.config == mark.config and session.tools == mark.tools)
+
+
+def _unchanged(session: AgentSession, mark: _Written, header: tuple[Any, ...], steps: list[Any]) -> bool:
+    return not steps and header == mark.header and len(session.messages) == mark.messages
+
+
+def _step_rows(session: AgentSession, mark: _Written | None) -> tuple[list[tuple[str, int, str]], bytes]:
+    """Steps to write — every step new since `mark`, and the last one written if it changed since —
+    and the digest of the newest step."""
     start = 0 if mark is None else max(mark.steps - 1, 0)
-    rows = []
+    rows, digest = [], b""
     for idx in range(start, len(session.steps)):
         record = _dumps(session.steps[idx])
-        if mark is None or idx >= mark.steps or record != mark.last_step:
+        digest = _digest(record)
+        if mark is None or idx >= mark.steps or digest != mark.last_step:
             rows.append((session.session_id, idx, record))
-    return rows
+    return rows, digest
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def _text(value: str | None) -> str | bytes | None:
+    """A string with lone surrogates (a tool's undecodable file name, a JSON "\\udc80") is not valid
+    UTF-8, so SQLite cannot take it as TEXT; it goes in as a BLOB that `_str` turns back into it."""
+    if value is None or value.isascii():
+        return value
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+    return value
+
+
+@overload
+def _str(value: str | bytes) -> str: ...
+@overload
+def _str(value: None) -> None: ...
+def _str(value: str | bytes | None) -> str | None:
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def _message_rows(sid: str, messages: list[Message], first: int) -> Iterator[tuple[Any, ...]]:
     for seq in range(first, len(messages)):
         m = messages[seq]
         calls = _dumps(m.tool_calls) if m.tool_calls else None
-        yield sid, seq, m.role.value, m.content, calls, m.tool_call_id, m.name
+        yield sid, seq, m.role.value, _text(m.content), calls, _text(m.tool_call_id), _text(m.name)
 
 
 def _session_from(
@@ -458,17 +519,18 @@ def _session_from(
      updated_at, config, tools) = head
     return AgentSession(
         session_id=sid,
-        task=task,
+        task=_str(task),
         config=_loads(AgentConfig, config),
         tools=_loads(list[ToolSpec], tools),
         messages=[
-            Message(Role(role), content, _loads(tuple[ToolCall, ...], calls) if calls else (), call_id, name)
+            Message(Role(role), _str(content), _loads(tuple[ToolCall, ...], calls) if calls else (),
+                    _str(call_id), _str(name))
             for role, content, calls, call_id, name in messages
         ],
         steps=[_loads(StepRecord, record) for record in steps],
         status=SessionStatus(status),
         stop_reason=StopReason(stop_reason) if stop_reason is not None else None,
-        final_answer=final_answer,
+        final_answer=_str(final_answer),
         usage=TokenUsage(prompt, completion, cached),
         standing_decisions=_loads(dict[str, Decision], standing),
         pending=_loads(list[PendingApproval], pending),
@@ -479,8 +541,9 @@ def _session_from(
 
 def _row(values: tuple[Any, ...]) -> SessionRow:
     sid, task, status, stop_reason, final_answer, steps, prompt, completion, cached, created, updated = values
-    return SessionRow(sid, task, SessionStatus(status), StopReason(stop_reason) if stop_reason else None,
-                      final_answer, steps, TokenUsage(prompt, completion, cached), created, updated)
+    reason = StopReason(stop_reason) if stop_reason else None
+    return SessionRow(sid, _str(task), SessionStatus(status), reason, _str(final_answer), steps,
+                      TokenUsage(prompt, completion, cached), created, updated)
 
 
 def _lease(row: tuple[Any, ...] | None) -> Lease | None:
@@ -495,15 +558,20 @@ def _value(member: Enum | None) -> Any:
 # JSON keeps ints and floats apart and prints floats with repr, so numbers come back exactly.
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
-_HINTS: dict[type, dict[str, Any]] = {}
+Decoder = Callable[[Any], Any]
+_DECODERS: dict[Any, Decoder] = {}
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(_encode(value), ensure_ascii=False, separators=(",", ":"))
+    data = _encode(value)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if _text(text) is text:
+        return text
+    return json.dumps(data, separators=(",", ":"))  # \udc80 escapes survive where raw surrogates cannot
 
 
 def _loads(kind: Any, text: str) -> Any:
-    return _decode(kind, json.loads(text))
+    return _decoder(kind)(json.loads(text))
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -527,25 +595,33 @@ def _encode(value: Any) -> Any:
     return {name: _encode(getattr(value, name)) for name in names}
 
 
-def _decode(kind: Any, value: Any) -> Any:
-    """Rebuild a value of type `kind` (a dataclass, enum, container or Optional of these)."""
-    origin = get_origin(kind)
-    if value is None or kind is Any or origin is Literal:
-        return value
-    if origin is Union or origin is types.UnionType:
-        (inner,) = [arg for arg in get_args(kind) if arg is not type(None)]
-        return _decode(inner, value)
-    if origin in (list, set, frozenset, tuple):
-        item = get_args(kind)[0]
-        return origin(_decode(item, element) for element in value)
-    if origin is dict:
-        item = get_args(kind)[1]
-        return {key: _decode(item, element) for key, element in value.items()}
-    if isinstance(kind, type) and issubclass(kind, Enum):
-        return kind(value)
-    if isinstance(kind, type) and hasattr(kind, "__dataclass_fields__"):
-        hints = _HINTS.get(kind)
-        if hints is None:
-            hints = _HINTS[kind] = get_type_hints(kind)
-        return kind(**{name: _decode(hints[name], item) for name, item in value.items() if name in hints})
+def _same(value: Any) -> Any:
     return value
+
+
+def _decoder(kind: Any) -> Decoder:
+    """A function that rebuilds a `kind` (dataclass, enum, container, Optional) from its JSON form;
+    built once per type, since loading a session decodes hundreds of values."""
+    found = _DECODERS.get(kind)
+    if found is None:
+        found = _DECODERS[kind] = _build_decoder(kind)
+    return found
+
+
+def _build_decoder(kind: Any) -> Decoder:
+    origin, args = get_origin(kind), get_args(kind)
+    if origin is Union or origin is types.UnionType:
+        (inner,) = [_decoder(arg) for arg in args if arg is not type(None)]
+        return lambda value: None if value is None else inner(value)
+    if origin in (list, set, frozenset, tuple):
+        item = _decoder(args[0])
+        return lambda value: origin(map(item, value))
+    if origin is dict:
+        element = _decoder(args[1])
+        return _same if element is _same else lambda value: {key: element(v) for key, v in value.items()}
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return kind
+    if isinstance(kind, type) and hasattr(kind, "__dataclass_fields__"):
+        hints = {name: _decoder(hint) for name, hint in get_type_hints(kind).items()}
+        return lambda value: kind(**{name: hints[name](v) for name, v in value.items() if name in hints})
+    return _same  # str, int, float, bool, Any, Literal: JSON holds them as they were

@@ -9,6 +9,7 @@ from typing import Any
 
 from .contracts import Observation, TokenUsage, ToolCall, ToolSpec
 from .session import AgentSession, PendingApproval, StepRecord
+from .store import SessionRow
 
 
 def usage(value: TokenUsage) -> dict[str, int]:
@@ -114,4 +115,18 @@ def session_full(session: AgentSession) -> dict[str, Any]:
         "steps": [step_result(session, record) for record in session.steps],
         "tools": [spec.name for spec in session.tools],
         "pendingApprovals": [pending_approval(p) for p in session.pending if p.decision is None],
+    }
+
+
+def session_row(row: SessionRow) -> dict[str, Any]:
+    return {
+        "sessionId": row.session_id,
+        "task": row.task,
+        "status": row.status.value,
+        "stopReason": row.stop_reason.value if row.stop_reason else None,
+        "finalAnswer": row.final_answer,
+        "stepCount": row.step_count,
+        "usage": usage(row.usage),
+        "createdAt": row.created_at,
+        "updatedAt": row.updated_at,
     }

@@ -145,7 +145,7 @@ async def ask_command(args: argparse.Namespace) -> int:
                 await client.register_tool(path)
             session_id = await client.start_session(task, **fields)
             return await runner(session_id, ctrl_c)
-    return EXIT_CANCELLED  # the first Ctrl-C came before the session existed
+    return _outcome({}, interrupted=True)  # the first Ctrl-C came before there was a session
 
 
 async def tools_command(args: argparse.Namespace) -> int:
@@ -165,7 +165,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
                 if "agent/resumeSession" in client.methods:
                     await client.call("agent/resumeSession", {"sessionId": args.session_id})
                 return await runner(args.session_id, ctrl_c)
-        return EXIT_CANCELLED
+        return _outcome({}, interrupted=True)
     async with AgentClient.spawn(root=root) as client:
         if args.action == "approve":
             await client.approve(args.session_id, args.tool_call_id, args.decision, args.reason)
@@ -186,12 +186,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
 
 # -- running a session -------------------------------------------------------------------------
 
-Runner = Callable[[str, "CtrlC"], Awaitable[int]]
-
 
 @contextlib.asynccontextmanager
-async def _client(args: argparse.Namespace, root: Path) -> AsyncIterator[tuple[AgentClient, Runner]]:
-    """A daemon set up for this command's model options, and a function that runs a session on it."""
+async def _client(args: argparse.Namespace, root: Path) -> AsyncIterator[tuple[AgentClient, SessionRunner]]:
+    """A daemon set up for this command's model options, and the runner that shows its sessions."""
     from .render import JsonView, LiveView
 
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not args.json
@@ -205,22 +203,77 @@ async def _client(args: argparse.Namespace, root: Path) -> AsyncIterator[tuple[A
         from rich.console import Console
 
         view = LiveView(Console())
-    async with AgentClient.spawn(root=root, options=_options(args)) as client:
-        client.on_permission(Approver(policy, view))
+    try:
+        async with AgentClient.spawn(root=root, options=_options(args)) as client:
+            runner = SessionRunner(client, view, policy)
+            client.on_permission(runner.decide)
+            yield client, runner
+    finally:
+        view.close()
 
-        async def run(session_id: str, ctrl_c: CtrlC) -> int:
-            ctrl_c.cancel = lambda: client.cancel(session_id)
-            result: dict[str, Any] = {}
-            try:
-                async for event in client.run(session_id=session_id):
-                    view.show(event)
-                    if event.kind == RESULT:
-                        result = event.data
-            finally:
-                view.close()
-            return _outcome(result, interrupted=ctrl_c.count > 0)
 
-        yield client, run
+class SessionRunner:
+    """Runs one session to its end, showing its events and answering its permission requests."""
+
+    def __init__(self, client: AgentClient, view: View, policy: str) -> None:
+        self.client = client
+        self.view = view
+        self.policy = policy
+        self._shown_calls: set[str] = set()
+        self._shown = asyncio.Event()
+
+    async def __call__(self, session_id: str, ctrl_c: CtrlC) -> int:
+        ctrl_c.cancel = lambda: self.client.cancel(session_id)
+        result: dict[str, Any] = {}
+        async for event in self.client.run(session_id=session_id):
+            self.view.show(event)
+            if event.kind == RESULT:
+                result = event.data
+            if event.tool_call_id is not None:
+                self._shown_calls.add(event.tool_call_id)
+                self._shown.set()
+        self.view.close()
+        return _outcome(result, interrupted=ctrl_c.count > 0)
+
+    async def decide(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer `agent/requestPermission`: by policy, or by asking the person at the terminal."""
+        call = params.get("toolCall") or {}
+        await self._caught_up(call.get("id", ""))
+        if self.policy == "all":
+            decision = "allow_once"
+        elif self.policy == "none":
+            decision = "reject_once"
+        else:
+            decision = await self._ask(params)
+        self.view.note("permission", sessionId=params.get("sessionId"), toolCallId=call.get("id"),
+                       tool=call.get("name"), decision=decision)
+        return {"decision": decision}
+
+    async def _caught_up(self, call_id: str) -> None:
+        """Let the view show the call before asking about it: the request can overtake the queued event."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(2):
+                while call_id not in self._shown_calls:
+                    self._shown.clear()
+                    await self._shown.wait()
+
+    async def _ask(self, params: dict[str, Any]) -> str:
+        from .render import LiveView, permission_panel
+
+        assert isinstance(self.view, LiveView), "asking needs the terminal view"
+        view = self.view
+        view.pause()
+        try:
+            view.console.print(permission_panel(params))
+            while True:
+                view.console.print("decision [o/a/r/n]: ", end="", markup=False)
+                answer = (await _read_stdin_line()).strip().lower()
+                if not answer:  # end of input: no one to ask
+                    return "reject_once"
+                if answer[0] in KEYS:
+                    return KEYS[answer[0]]
+        finally:
+            view.resume()
 
 
 class CtrlC:
@@ -250,44 +303,6 @@ class CtrlC:
             future.add_done_callback(self._pending.discard)
         elif self._main is not None:
             self._main.cancel()
-
-
-class Approver:
-    """Answers `agent/requestPermission`: by policy, or by asking the person at the terminal."""
-
-    def __init__(self, policy: str, view: View) -> None:
-        self.policy = policy
-        self.view = view
-
-    async def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
-        call = params.get("toolCall") or {}
-        if self.policy == "all":
-            decision = "allow_once"
-        elif self.policy == "none":
-            decision = "reject_once"
-        else:
-            decision = await self._ask(params)
-        self.view.note("permission", sessionId=params.get("sessionId"), toolCallId=call.get("id"),
-                       tool=call.get("name"), decision=decision)
-        return {"decision": decision}
-
-    async def _ask(self, params: dict[str, Any]) -> str:
-        from .render import LiveView, permission_panel
-
-        assert isinstance(self.view, LiveView), "asking needs the terminal view"
-        view = self.view
-        view.pause()
-        try:
-            view.console.print(permission_panel(params))
-            while True:
-                view.console.print("decision [o/a/r/n]: ", end="")
-                answer = (await _read_stdin_line()).strip().lower()
-                if not answer:  # end of input: no one to ask
-                    return "reject_once"
-                if answer[0] in KEYS:
-                    return KEYS[answer[0]]
-        finally:
-            view.resume()
 
 
 async def _read_stdin_line() -> str:

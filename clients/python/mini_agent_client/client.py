@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,11 +248,12 @@ class AgentClient:
         self.connection.on_request("agent/executeTool", handler)
 
     async def run(self, task: str | None = None, *, session_id: str | None = None,
-                  **fields: Any) -> AsyncIterator[Event]:
+                  **fields: Any) -> AsyncGenerator[Event, None]:
         """Start a session (or continue `session_id`) and yield its events as they stream, then `result`.
 
-        Leaving the loop early cancels the session's run. To stop it from outside and still get the
-        `result` (stopReason "cancelled"), call `cancel(event.session_id)` and keep iterating.
+        Leaving the loop early cancels the session's run once the generator is closed: at once inside
+        `contextlib.aclosing(client.run(...))`, else when it is collected. To stop a run and still get
+        its `result` (stopReason "cancelled"), call `cancel(event.session_id)` and keep iterating.
         """
         if session_id is None:
             if task is None:

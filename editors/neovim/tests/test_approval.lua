@@ -1,7 +1,18 @@
 -- A tool registered with requiresApproval: the daemon asks (agent/requestPermission), the plugin puts
 -- the tool and its full arguments to vim.ui.select. "Allow once" (answered at once, as the built-in
--- select does) runs the tool; "Reject" (answered later, as pickers do) does not.
+-- select does) runs the tool; "Reject" (answered later, as pickers do) does not. A prompt left
+-- unanswered leaves the session waiting; :MiniAgentApprovals then finds the call and decides it.
 local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
+
+local errors = {}
+
+--- Wait for a condition, failing at once on an error notification (e.g. a refused agent/approve).
+local function wait(what, condition)
+  h.wait(what, function()
+    return condition() or #errors > 0
+  end)
+  assert(#errors == 0, 'error notification: ' .. table.concat(errors, '\n'))
+end
 
 local function ask(task)
   local result
@@ -10,7 +21,7 @@ local function ask(task)
       result = { err = err, res = res }
     end,
   })
-  h.wait('the session "' .. task .. '" to end', function()
+  wait('the session "' .. task .. '" to end', function()
     return result ~= nil
   end)
   assert(not result.err, vim.inspect(result.err))
@@ -19,6 +30,13 @@ end
 
 h.run(function()
   h.load_plugin()
+  local notify = vim.notify
+  vim.notify = function(msg, level, ...)
+    if level == vim.log.levels.ERROR then
+      table.insert(errors, msg)
+    end
+    return notify(msg, level, ...)
+  end
   require('mini_agent').setup({ cmd = h.daemon_cmd(), llm = { baseUrl = h.base_url, model = 'replay' } })
   local events = h.record_events({ 'MiniAgentToolsChanged', 'MiniAgentAwaitingApproval', 'MiniAgentToolResult' })
   local win = vim.api.nvim_get_current_win()
@@ -34,6 +52,13 @@ h.run(function()
       end, 100)
     end,
   }
+  local function pick(option)
+    return function(items, on_choice)
+      on_choice(vim.iter(items):find(function(item)
+        return item.optionId == option or (item.toolCall and item.toolCall.name == option)
+      end))
+    end
+  end
   vim.ui.select = function(items, opts, on_choice)
     table.insert(prompts, { prompt = opts.prompt, items = vim.tbl_map(opts.format_item, items) })
     table.remove(answers, 1)(items, on_choice)
@@ -90,4 +115,25 @@ h.run(function()
     '■ done',
   })
   h.eq(win, vim.api.nvim_get_current_win(), 'current window')
+
+  -- a prompt nobody answers: the session waits; :MiniAgentApprovals lists the call and decides it
+  local tools = h.non_blank_lines(h.root .. '/tools.py')
+  answers = { function() end, pick('count_file_lines'), pick('allow_once') }
+  local waiting
+  require('mini_agent').ask('Count the lines of tools.py', {
+    on_done = function(err, res)
+      waiting = { err = err, res = res }
+    end,
+  })
+  h.wait('the third session to wait for approval', function()
+    return h.count(events, 'MiniAgentAwaitingApproval') == 3 and #prompts == 3
+  end)
+  vim.cmd('MiniAgentApprovals')
+  wait('the third session to end', function()
+    return waiting ~= nil
+  end)
+  h.eq(5, #prompts, 'prompts, with the list of waiting calls and the decision')
+  h.find(prompts[4].prompt, 'waiting for approval')
+  h.find(prompts[4].items[1], 'count_file_lines {"file_path": "tools.py"}')
+  h.eq(('tools.py: %d'):format(tools), waiting.res.finalAnswer, 'third answer')
 end)

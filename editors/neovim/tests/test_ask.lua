@@ -1,14 +1,22 @@
 -- Ask without setup(): the daemon comes from the workspace's .venv/bin/mini-agent, options from
 -- vim.g.mini_agent. The trace streams the thought, the tool call, the real observation, the answer;
--- focus stays where it was; :MiniAgentSessions shows the stored session again.
+-- focus stays where it was; :MiniAgentSessions shows the stored session again; saving a registered
+-- file reloads its tools; :MiniAgentLog shows the daemon's own stderr.
 local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
 
 h.run(function()
-  vim.g.mini_agent = { llm = { baseUrl = h.base_url, model = 'replay' } }
+  vim.g.mini_agent = { llm = { baseUrl = h.base_url, model = 'replay' }, log_level = 'DEBUG' }
   h.load_plugin()
   local events = h.record_events({
     'MiniAgentToolsChanged', 'MiniAgentSessionStart', 'MiniAgentToolCall', 'MiniAgentToolResult',
     'MiniAgentAnswer', 'MiniAgentSessionEnd',
+  })
+
+  local progress = {}
+  vim.api.nvim_create_autocmd('LspProgress', {
+    callback = function(ev)
+      table.insert(progress, ev.data.params)
+    end,
   })
 
   vim.cmd.edit(h.root .. '/schema.py')
@@ -66,6 +74,15 @@ h.run(function()
   h.eq(('schema.py has %d lines.'):format(lines), events[5].data.answer, 'answer event')
   h.eq('end_turn', events[6].data.stopReason, 'run result')
 
+  -- the run's workDoneToken brings $/progress to vim.lsp (what statuslines show)
+  local kinds = vim.tbl_map(function(params)
+    return params.value.kind
+  end, vim.tbl_filter(function(params)
+    return params.token == 'mini-agent/' .. sid
+  end, progress))
+  h.eq('begin', kinds[1], 'first progress')
+  h.eq('end', kinds[#kinds], 'last progress')
+
   -- :MiniAgentSessions lists it; picking it replays it into the trace
   local offered
   vim.ui.select = function(items, opts, on_choice)
@@ -76,7 +93,7 @@ h.run(function()
   h.wait('the stored session in the trace', function()
     return h.trace_text():find('(history)', 1, true) ~= nil
   end)
-  h.find(offered[1], sid:sub(1, 8))
+  h.find(offered[1], require('mini_agent.trace').short(sid))
   h.find(offered[1], 'How many lines does schema.py have?')
   local history = h.trace_text():sub(h.find(h.trace_text(), '(history)'))
   h.in_order(history, {
@@ -86,4 +103,21 @@ h.run(function()
     '■ done',
   })
   h.eq(win, vim.api.nvim_get_current_win(), 'current window after :MiniAgentSessions')
+
+  -- saving a registered file re-reflects it (workspace/didChangeWatchedFiles)
+  vim.cmd.edit(h.root .. '/tools.py')
+  vim.api.nvim_buf_set_lines(0, -1, -1, false, {
+    '', '', 'def shout(text: str) -> str:', '    """Upper-case a text."""', '    return text.upper()',
+  })
+  vim.cmd.write()
+  h.wait('the tools to reload', function()
+    local last = events[#events]
+    return last.pattern == 'MiniAgentToolsChanged' and #last.data.tools == 3
+  end)
+
+  -- :MiniAgentLog opens the log: our lines and the daemon's stderr
+  vim.cmd('MiniAgentLog')
+  local log_text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  h.find(log_text, 'daemon starting in ' .. h.root)
+  h.find(log_text, '[mini-agent] DEBUG')
 end)

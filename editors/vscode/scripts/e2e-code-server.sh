@@ -45,7 +45,7 @@ if [ ! -x "$CODE_SERVER" ]; then
   (cd "$CACHE/code-server" && npm_config_yes=true npm install --unsafe-perm --no-audit --no-fund \
     "code-server@$CODE_SERVER_VERSION" >"$CACHE/npm-install.log" 2>&1) || { tail -40 "$CACHE/npm-install.log"; exit 1; }
 fi
-stamp "code-server $("$CODE_SERVER" --version | head -1)"
+stamp "code-server $("$CODE_SERVER" --version 2>/dev/null | grep -m1 -E '^[0-9]')"
 
 # -- package the extension ---------------------------------------------------------------------------
 (cd "$HERE" && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm run -s compile && \
@@ -72,8 +72,9 @@ cat >"$RUN/script.json" <<'EOF'
 EOF
 pids=()
 cleanup() {
+  status=$?
   for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
-  rm -rf "$RUN"
+  if [ $status -eq 0 ]; then rm -rf "$RUN"; else echo "kept $RUN for a look"; fi
 }
 trap cleanup EXIT
 
@@ -120,20 +121,20 @@ deadline=$(( $(date +%s) + TIMEOUT_S ))
 until [ -s "$TRACE" ] && grep -q '"done": true' "$TRACE"; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "timed out; code-server log:"; tail -60 "$RUN/code-server.log"
-    find "$DATA/logs" -name '*Mini Agent*' -exec tail -40 {} \; 2>/dev/null || true
     [ -f "$TRACE" ] && cat "$TRACE"
     exit 1
   fi
   sleep 1
 done
 stamp "trace file written"
+find "$DATA/logs" -name '*Mini Agent*' -exec sh -c 'echo "--- $1"; tail -40 "$1"' _ {} \; 2>/dev/null || true
 
 EXPECTED=$(grep -c '[^[:space:]]' "$WS/schema.py")
 node - "$TRACE" "$EXPECTED" <<'EOF'
 const fs = require("node:fs");
 const [file, expected] = process.argv.slice(2);
 const out = JSON.parse(fs.readFileSync(file, "utf-8"));
-const fail = (why) => { console.error(`FAIL: ${why}\n${JSON.stringify(out, null, 2)}`); process.exit(1); };
+const fail = (why) => { console.error(`FAIL: ${why}\n${JSON.stringify(out, null, 2).slice(0, 6000)}`); process.exit(1); };
 if (out.error) fail(out.error);
 if (!out.tools?.includes("count_file_lines")) fail("tools.py was not registered");
 const trace = out.sessions.find((s) => s.sessionId === out.result?.sessionId);

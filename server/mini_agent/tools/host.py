@@ -26,6 +26,7 @@ from mini_agent.tools import protocol
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 _EXIT_GRACE_SEC = 2.0
+_READ_CHUNK = 65536
 
 
 class LoadError(Exception):
@@ -57,6 +58,73 @@ class _Exited(asyncio.SubprocessProtocol):
             self.done.set_result(None)
 
 
+class _FrameReader:
+    """Reply frames from the host's pipe.
+
+    Reads with `add_reader` into one buffer: asyncio's pipe transport allocates a 256 KiB buffer per
+    read, which costs more than the whole rest of a tool call's round trip.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+        self._buffer = bytearray()
+        self._waiter: asyncio.Future[None] | None = None
+        self._eof = False
+        os.set_blocking(fd, False)
+        self._loop.add_reader(fd, self._on_readable)
+
+    async def frame(self, timeout: float) -> dict[str, Any]:
+        """The next frame; EOFError once the host has closed its end, TimeoutError past `timeout`.
+
+        A timer on the waiter is cheaper than `asyncio.timeout`, and this is on every call's path.
+        """
+        deadline = self._loop.time() + timeout
+        while (message := self._take()) is None:
+            if self._eof:
+                raise EOFError
+            self._waiter = waiter = self._loop.create_future()
+            timer = self._loop.call_at(deadline, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                timer.cancel()
+        return message
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._fd, _READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self._buffer += data
+        else:
+            self._eof = True
+            self._loop.remove_reader(self._fd)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _take(self) -> dict[str, Any] | None:
+        size = protocol.HEADER.size
+        if len(self._buffer) < size:
+            return None
+        end = size + protocol.frame_length(bytes(self._buffer[:size]))
+        if len(self._buffer) < end:
+            return None
+        body = bytes(self._buffer[size:end])
+        del self._buffer[:end]
+        return protocol.decode(body)
+
+
 class _Worker:
     """One host subprocess and its pipes."""
 
@@ -64,8 +132,7 @@ class _Worker:
         self,
         transport: asyncio.SubprocessTransport,
         exited: _Exited,
-        reader: asyncio.StreamReader,
-        reader_transport: asyncio.ReadTransport,
+        reader: _FrameReader,
         request_fd: int,
         log_fd: int,
         max_output: int,
@@ -73,7 +140,6 @@ class _Worker:
         self.transport = transport
         self.exited = exited
         self.reader = reader
-        self.reader_transport = reader_transport
         self.request_fd = request_fd
         self.log_fd = log_fd
         self.max_output = max_output
@@ -104,13 +170,9 @@ class _Worker:
             raise
         os.close(request_r)
         os.close(reply_w)
-        reader = asyncio.StreamReader(limit=protocol.MAX_FRAME_BYTES)
-        reader_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(reply_r, "rb", buffering=0)
-        )
-        worker = cls(transport, exited, reader, reader_transport, request_w, log_fd, max_output)
+        worker = cls(transport, exited, _FrameReader(reply_r), request_w, log_fd, max_output)
         try:
-            await asyncio.wait_for(worker.receive(), timeout)
+            await worker.receive(timeout)
         except BaseException as exc:
             worker.kill()
             if isinstance(exc, HostDied | TimeoutError):
@@ -119,18 +181,18 @@ class _Worker:
             raise
         return worker
 
-    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one request and wait up to `timeout` for its reply (TimeoutError past it)."""
         try:
             _write_all(self.request_fd, protocol.encode(message))
         except OSError as exc:
             raise await self._died(await self._exit_description()) from exc
-        return await self.receive()
+        return await self.receive(timeout)
 
-    async def receive(self) -> dict[str, Any]:
+    async def receive(self, timeout: float) -> dict[str, Any]:
         try:
-            header = await self.reader.readexactly(protocol.HEADER.size)
-            return protocol.decode(await self.reader.readexactly(protocol.frame_length(header)))
-        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            return await self.reader.frame(timeout)
+        except EOFError as exc:
             raise await self._died(await self._exit_description()) from exc
         except protocol.ProtocolError as exc:
             raise await self._died(f"the tool host broke the protocol ({exc})") from exc
@@ -153,7 +215,7 @@ class _Worker:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.transport.get_pid(), signal.SIGKILL)
         self.transport.close()
-        self.reader_transport.close()
+        self.reader.close()
         os.close(self.request_fd)
         os.close(self.log_fd)
 
@@ -215,7 +277,7 @@ class ToolHost:
         try:
             async with self._lease() as worker:
                 worker.loaded.pop(key, None)  # even a failed load has replaced the module there
-                reply = await asyncio.wait_for(worker.request(request), timeout)
+                reply = await worker.request(request, timeout)
                 if reply.get("ok"):
                     generation = self._generation.get(key, 0) + 1
                     self._generation[key] = generation
@@ -246,7 +308,7 @@ class ToolHost:
                     "reload": worker.loaded.get(key, 0) != generation,
                 }
                 try:
-                    reply = await asyncio.wait_for(worker.request(request), timeout)
+                    reply = await worker.request(request, timeout)
                 except TimeoutError:
                     logs = worker.logs()
                     await worker.stop()
@@ -271,6 +333,11 @@ class ToolHost:
         """How many host processes are alive (idle or busy)."""
         return len(self._idle) + len(self._busy)
 
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the live hosts (for diagnostics and benchmarks)."""
+        return [w.transport.get_pid() for w in (*self._idle, *self._busy)]
+
     @contextlib.asynccontextmanager
     async def _lease(self) -> AsyncIterator[_Worker]:
         """One host for one request: an idle one, or a new one while fewer than max_hosts run."""
@@ -291,6 +358,11 @@ class ToolHost:
 
     async def _start(self) -> _Worker:
         return await _Worker.start(self._root, self._python, self._max_output, self._start_timeout)
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 def _capture_file() -> int:

@@ -77,17 +77,18 @@ class Capture:
 
     @contextmanager
     def active(self) -> Iterator[None]:
-        _flush_std()
-        os.ftruncate(self._fd, 0)  # the file is O_APPEND: writes restart at 0
+        if os.fstat(self._fd).st_size:
+            os.ftruncate(self._fd, 0)  # the file is O_APPEND: writes restart at 0
         streams = sys.stdout, sys.stderr
         os.dup2(self._fd, 1)
         os.dup2(self._fd, 2)
         try:
             yield
         finally:
-            _flush_std()  # the tool may have swapped the streams: flush its own, then ours
-            sys.stdout, sys.stderr = streams
-            _flush_std()
+            _flush(sys.stdout, sys.stderr)
+            if (sys.stdout, sys.stderr) != streams:  # the tool swapped them: flush and restore ours
+                sys.stdout, sys.stderr = streams
+                _flush(*streams)
             os.dup2(self._saved[0], 1)
             os.dup2(self._saved[1], 2)
 
@@ -258,8 +259,8 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _flush_std() -> None:
-    for stream in (sys.stdout, sys.stderr):
+def _flush(*streams: Any) -> None:
+    for stream in streams:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
 

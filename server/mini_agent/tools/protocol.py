@@ -1,15 +1,17 @@
 """The daemon ⇄ tool host wire: length-prefixed JSON frames on a private pipe pair.
 
-Shared by both sides, so it imports nothing heavy. fd 0/1/2 are never used for frames: whatever a
-tool prints cannot corrupt the protocol.
+Shared by both sides. fd 0/1/2 are never used for frames: whatever a tool prints cannot corrupt
+the protocol. JSON goes through pydantic_core (both processes load pydantic anyway): on the per-call
+path it is several times faster than the json module.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from typing import Any
+
+from pydantic_core import from_json, to_json
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 256 * 1024 * 1024
@@ -21,7 +23,7 @@ class ProtocolError(Exception):
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    body = to_json(message)
     return HEADER.pack(len(body)) + body
 
 
@@ -34,7 +36,7 @@ def frame_length(header: bytes) -> int:
 
 def decode(body: bytes) -> dict[str, Any]:
     try:
-        message = json.loads(body)
+        message = from_json(body)
     except ValueError as exc:
         raise ProtocolError(f"undecodable frame: {exc}") from exc
     if not isinstance(message, dict):
@@ -44,6 +46,8 @@ def decode(body: bytes) -> dict[str, Any]:
 
 def cap_text(text: str, limit: int) -> tuple[str, bool]:
     """Cut `text` to its first `limit` UTF-8 bytes plus a marker line; say whether it was cut."""
+    if len(text) * 4 <= limit:  # no need to encode: UTF-8 takes at most 4 bytes a character
+        return text, False
     data = text.encode()
     if len(data) <= limit:
         return text, False

@@ -33,7 +33,7 @@ from pydantic import (
 from pydantic.errors import PydanticSchemaGenerationError
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, PydanticJsonSchemaWarning
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_json
 
 from mini_agent.tools.decorators import OPTIONS_ATTRIBUTE, ToolOptions
 
@@ -214,11 +214,11 @@ def public_functions(module: types.ModuleType) -> dict[str, Callable[..., Any]]:
 
 
 def render_result(value: Any) -> str:
-    """Text for the model: a string as is, anything else as JSON (never `repr`)."""
+    """Text for the model: a string as is, anything else as compact JSON (never `repr`)."""
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(to_jsonable_python(value), ensure_ascii=False)
+        return to_json(value).decode()
     except (PydanticSerializationError, TypeError, ValueError) as exc:
         raise ResultError(f"returned a {type(value).__name__} value, which has no JSON form") from exc
 

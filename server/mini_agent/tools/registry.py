@@ -59,6 +59,7 @@ class _FileRegistration:
 class _Entry:
     spec: ToolSpec
     owner: _Key | None = None  # the file registration it came from; None for client tools
+    file: Path | None = None  # its absolute path, for file tools
     validator: Draft202012Validator | None = None  # client tools only
 
 
@@ -121,7 +122,7 @@ class ToolRegistry:
                 f"a tool named '{name}' is already registered from {_origin(existing.spec)}"
             )
         spec = ToolSpec(name, description, input_schema, requires_approval=requires_approval, client=True)
-        self._tools[name] = _Entry(spec, None, validator)
+        self._tools[name] = _Entry(spec, validator=validator)
         return spec
 
     def unregister(self, name: str) -> ToolSpec:
@@ -220,9 +221,9 @@ class ToolRegistry:
         if entry.spec.client:
             return await self._call_client(entry, call, session_id, timeout)
         source = entry.spec.source
-        assert source is not None  # every file tool has one
+        assert source is not None and entry.file is not None  # every file tool has both
         return await self._host.call(
-            self._root / source.path,
+            entry.file,
             source.function,
             tool_name=call.name,
             arguments=call.arguments,
@@ -300,7 +301,7 @@ class ToolRegistry:
             self._files.pop(key, None)
         self._files[registration.key] = registration
         for spec in specs:
-            self._tools[spec.name] = _Entry(spec, registration.key)
+            self._tools[spec.name] = _Entry(spec, registration.key, self._root / registration.path)
         self._prune()
 
     def _split(self, owner: _Key) -> None:

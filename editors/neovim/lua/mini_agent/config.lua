@@ -163,7 +163,8 @@ end
 function M.cmd(root)
   local opts = M.get()
   if type(opts.cmd) == 'function' then
-    return opts.cmd(root)
+    local cmd = opts.cmd(root)
+    return cmd, (not cmd) and 'the cmd option returned no command' or nil
   elseif opts.cmd then
     return vim.deepcopy(opts.cmd)
   end
@@ -180,6 +181,19 @@ function M.cmd(root)
     'mini-agent not found in ' .. local_bin .. ' nor on PATH: `pip install mini-agent` there, or set the `cmd` option'
 end
 
+--- Drop empty tables: vim.json encodes them as [] where the daemon expects objects.
+---@param values table
+---@return table?
+function M.compact(values)
+  local out = {}
+  for key, value in pairs(values) do
+    if not (type(value) == 'table' and vim.tbl_isempty(value)) then
+      out[key] = value
+    end
+  end
+  return not vim.tbl_isempty(out) and out or nil
+end
+
 --- initializationOptions for the daemon: the wire options that are set, nil when none are.
 ---@return table?
 function M.init_options()
@@ -188,14 +202,13 @@ function M.init_options()
   if llm.apiKey == nil and vim.env.OPENAI_API_KEY and vim.env.OPENAI_API_KEY ~= '' then
     llm.apiKey = vim.env.OPENAI_API_KEY
   end
-  local out = {
-    llm = not vim.tbl_isempty(llm) and llm or nil,
+  return M.compact({
+    llm = llm,
     maxSteps = opts.maxSteps,
     systemPrompt = opts.systemPrompt,
     tools = opts.tools,
     store = opts.store,
-  }
-  return not vim.tbl_isempty(out) and out or nil
+  })
 end
 
 ---@return string

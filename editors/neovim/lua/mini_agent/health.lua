@@ -12,13 +12,21 @@ local function frame(message)
   return ('Content-Length: %d\r\n\r\n%s'):format(#body, body)
 end
 
---- The first framed message in `text` with the given id, decoded.
+--- The framed message in `text` that answers `id`, decoded.
 local function response(text, id)
-  for body in text:gmatch('Content%-Length: %d+\r\n\r\n(%b{})') do
+  local position = 1
+  while true do
+    local header_end = text:find('\r\n\r\n', position, true)
+    local length = header_end and tonumber(text:sub(position, header_end):match('Content%-Length:%s*(%d+)'))
+    if not length then
+      return nil
+    end
+    local body = text:sub(header_end + 4, header_end + 3 + length)
     local ok, message = pcall(vim.json.decode, body)
-    if ok and message.id == id then
+    if ok and type(message) == 'table' and message.id == id then
       return message
     end
+    position = header_end + 4 + length
   end
 end
 

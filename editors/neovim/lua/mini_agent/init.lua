@@ -10,7 +10,7 @@ local trace = require('mini_agent.trace')
 local M = {}
 
 local REGISTER_KEYS = { 'function', 'name', 'description', 'requiresApproval', 'idempotent', 'timeoutSec' }
-local SESSION_KEYS = { 'maxSteps', 'tools', 'systemPrompt', 'llm' }
+local SESSION_KEYS = { 'maxSteps', 'tools', 'systemPrompt' }
 
 ---@type table<string, string> registered file -> workspace root
 local registered = {}
@@ -68,7 +68,9 @@ function M.ask(task, opts)
   local root = opts.root or config.root()
   local done = opts.on_done or ignore
   with_daemon(root, done, function(daemon)
-    client.request(daemon, 'agent/startSession', vim.tbl_extend('force', pick(opts, SESSION_KEYS), { task = task }), function(err, result)
+    local params = pick(opts, SESSION_KEYS)
+    params.task, params.llm = task, config.compact(opts.llm or {})
+    client.request(daemon, 'agent/startSession', params, function(err, result)
       if err then
         notify('could not start a session: ' .. err.message, vim.log.levels.ERROR)
         done(err)

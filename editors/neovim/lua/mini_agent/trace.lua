@@ -166,12 +166,12 @@ local function follow(buf, old_count)
   end
 end
 
-local function highlight(buf, row, lines, hl, id)
-  if not hl or #lines == 0 then
+--- Highlight rows first..last (to the end of the last); `id` moves an existing mark.
+local function highlight(buf, first, last, hl, id)
+  if not hl then
     return nil
   end
-  local last = row + #lines - 1
-  return api.nvim_buf_set_extmark(buf, ns, row, 0, {
+  return api.nvim_buf_set_extmark(buf, ns, first, 0, {
     id = id,
     end_row = last,
     end_col = #api.nvim_buf_get_lines(buf, last, last + 1, false)[1],
@@ -190,7 +190,7 @@ local function add(lines, hl)
   edit(buf, function()
     api.nvim_buf_set_lines(buf, row, -1, false, lines)
   end)
-  highlight(buf, row, lines, hl)
+  highlight(buf, row, row + #lines - 1, hl)
   state.stream = nil
   follow(buf, old_count)
   return row
@@ -202,8 +202,7 @@ local function stream(sid, kind, text, hl, prefix)
   local open = state.stream
   if not (open and open.sid == sid and open.kind == kind) then
     local row = add(vim.split((prefix or '') .. text, '\n', { plain = true }), nil)
-    local lines = api.nvim_buf_get_lines(buf, row, -1, false)
-    state.stream = { sid = sid, kind = kind, mark = highlight(buf, row, lines, hl) }
+    state.stream = { sid = sid, kind = kind, mark = highlight(buf, row, api.nvim_buf_line_count(buf) - 1, hl) }
     return
   end
   local old_count = api.nvim_buf_line_count(buf)
@@ -214,7 +213,7 @@ local function stream(sid, kind, text, hl, prefix)
   end)
   -- the start is read back from the mark: an expanded fold above may have moved it
   local row = api.nvim_buf_get_extmark_by_id(buf, ns, open.mark, {})[1]
-  highlight(buf, row, api.nvim_buf_get_lines(buf, row, -1, false), hl, open.mark)
+  highlight(buf, row, api.nvim_buf_line_count(buf) - 1, hl, open.mark)
   follow(buf, old_count)
 end
 
@@ -429,7 +428,7 @@ function M.expand(row)
       edit(buf, function()
         api.nvim_buf_set_lines(buf, row, row + 1, false, hidden.lines)
       end)
-      highlight(buf, row, hidden.lines, hidden.hl)
+      highlight(buf, row, row + #hidden.lines - 1, hidden.hl)
       return true
     end
   end
