@@ -81,11 +81,13 @@ async def start_daemon(workspace: Path, options: dict[str, Any]) -> tuple[Any, A
             raise RuntimeError("no decision from this client")
         return client.permission_answer(plain(params))
 
-    await lsp.initialize_session(types.InitializeParams(
-        capabilities=types.ClientCapabilities(),
-        root_uri=workspace.as_uri(),
-        initialization_options=options,
-    ))
+    await lsp.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=workspace.as_uri(),
+            initialization_options=options,
+        )
+    )
     return config, client
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lsprotocol import types
-
 from mini_agent.replay import ReplayServer
 
 
@@ -36,7 +36,8 @@ async def wait_for(predicate: Callable[[], bool], timeout: float = 20) -> None:
 
 @pytest.mark.asyncio
 async def test_cancel_during_slow_model_and_during_slow_tool_then_step_again(
-        workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
     (workspace / "slow.py").write_text(SLOW_TOOL)
     script = [
         {"delay": 30, "content": "Final Answer: too late"},
@@ -44,8 +45,9 @@ async def test_cancel_during_slow_model_and_during_slow_tool_then_step_again(
         {"content": "Final Answer: done"},
     ]
     async with ReplayServer(script) as model:
-        client = await daemon_factory({"llm": {"baseUrl": model.base_url, "toolMode": "react"},
-                                       "store": {"enabled": False}})
+        client = await daemon_factory(
+            {"llm": {"baseUrl": model.base_url, "toolMode": "react"}, "store": {"enabled": False}}
+        )
         await client.request("agent/registerTool", {"path": "slow.py"})
         session_id = (await client.request("agent/startSession", {"task": "rest"}))["sessionId"]
 
@@ -62,7 +64,8 @@ async def test_cancel_during_slow_model_and_during_slow_tool_then_step_again(
 
         # $/cancelRequest on a step whose tool is sleeping: the tool is killed, the step answers normally
         stepping = asyncio.ensure_future(
-            client.lsp.protocol.send_request_async("agent/step", {"sessionId": session_id}, msg_id="step-2"))
+            client.lsp.protocol.send_request_async("agent/step", {"sessionId": session_id}, msg_id="step-2")
+        )
         await wait_for(lambda: "tool_call_update" in client.kinds(session_id))
         client.lsp.cancel_request(types.CancelParams(id="step-2"))
         in_tool = await asyncio.wait_for(stepping, 10)
@@ -75,7 +78,8 @@ async def test_cancel_during_slow_model_and_during_slow_tool_then_step_again(
 
 @pytest.mark.asyncio
 async def test_run_reports_standard_progress_for_a_work_done_token(
-        workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
     script = [action("list_python_files", {}), {"content": "Final Answer: listed"}]
     async with ReplayServer(script) as model:
         client = await daemon_factory({"llm": {"baseUrl": model.base_url}, "store": {"enabled": False}})
@@ -93,7 +97,8 @@ async def test_run_reports_standard_progress_for_a_work_done_token(
 
 @pytest.mark.asyncio
 async def test_model_server_down_ends_the_step_with_an_error_naming_it(
-        workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
     model = ReplayServer([])
     url = await model.start()
     await model.close()  # nothing listens there any more
@@ -109,25 +114,33 @@ async def test_model_server_down_ends_the_step_with_an_error_naming_it(
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["react", "native"])
 async def test_twelve_step_history_is_a_byte_prefix_and_fully_cached(
-        mode: str, workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    mode: str, workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
     if mode == "react":
         turns = [action("count_file_lines", {"file_path": name}) for name in ("schema.py", "tools.py") * 6]
     else:
-        turns = [{"tool_calls": [{"name": "count_file_lines", "arguments": {"file_path": name}}]}
-                 for name in ("schema.py", "tools.py") * 6]
+        turns = [
+            {"tool_calls": [{"name": "count_file_lines", "arguments": {"file_path": name}}]}
+            for name in ("schema.py", "tools.py") * 6
+        ]
     async with ReplayServer([*turns, {"content": "Final Answer: counted"}]) as model:
-        client = await daemon_factory({"llm": {"baseUrl": model.base_url, "toolMode": mode},
-                                       "store": {"enabled": False}, "maxSteps": 30})
+        client = await daemon_factory(
+            {
+                "llm": {"baseUrl": model.base_url, "toolMode": mode},
+                "store": {"enabled": False},
+                "maxSteps": 30,
+            }
+        )
         await client.request("agent/registerTool", {"path": "tools.py"})
         session_id = (await client.request("agent/startSession", {"task": "count"}))["sessionId"]
         result = await client.request("agent/run", {"sessionId": session_id})
         assert result["stopReason"] == "end_turn" and result["steps"] == 13
         requests = model.requests
-        for earlier, later in zip(requests, requests[1:], strict=False):
+        for earlier, later in pairwise(requests):
             shared = later["messages"][: len(earlier["messages"])]
             assert json.dumps(shared) == json.dumps(earlier["messages"])
         exchanges = model.exchanges
-        for previous, current in zip(exchanges, exchanges[1:], strict=False):
+        for previous, current in pairwise(exchanges):
             # everything the previous request sent (and got back) is cached in the next one
             assert current.cached_tokens > previous.prompt_tokens
     assert result["usage"]["cachedTokens"] == sum(e.cached_tokens for e in exchanges)

@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mini_agent.replay import ReplayServer
 from mini_agent_client.demo import SCRIPT as REACT_SCRIPT
 from mini_agent_client.demo import TASK
 
 NATIVE_SCRIPT: list[dict[str, Any]] = [
-    {"content": "Listing the files first.",
-     "tool_calls": [{"name": "list_python_files", "arguments": {"directory": "."}}]},
+    {
+        "content": "Listing the files first.",
+        "tool_calls": [{"name": "list_python_files", "arguments": {"directory": "."}}],
+    },
     {"tool_calls": [{"name": "count_file_lines", "arguments": {"path": "schema.py", "ignore_empty": True}}]},
-    {"tool_calls": [{"name": "count_file_lines", "arguments": {"file_path": "schema.py", "ignore_empty": True}}]},
+    {
+        "tool_calls": [
+            {"name": "count_file_lines", "arguments": {"file_path": "schema.py", "ignore_empty": True}}
+        ]
+    },
     {"content": "schema.py has {last_observation} non-empty lines."},
 ]
 
@@ -29,20 +35,28 @@ def non_empty_lines(path: Path) -> int:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("mode", "script"), [("react", REACT_SCRIPT), ("native", NATIVE_SCRIPT)])
-async def test_seed_scenario(mode: str, script: list[dict[str, Any]], workspace: Path,
-                             daemon_factory: Callable[..., Any]) -> None:
+async def test_seed_scenario(
+    mode: str, script: list[dict[str, Any]], workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
     expected_count = non_empty_lines(workspace / "schema.py")
     async with ReplayServer(script) as model:
-        client = await daemon_factory({"llm": {"baseUrl": model.base_url, "model": "replay", "toolMode": mode},
-                                       "store": {"enabled": False}})
+        client = await daemon_factory(
+            {
+                "llm": {"baseUrl": model.base_url, "model": "replay", "toolMode": mode},
+                "store": {"enabled": False},
+            }
+        )
         registered = await client.request("agent/registerTool", {"path": "tools.py"})
         tools = {tool["name"]: tool for tool in registered["tools"]}
         count_schema = tools["count_file_lines"]["inputSchema"]
         assert count_schema["required"] == ["file_path"]
         assert count_schema["properties"]["ignore_empty"]["type"] == "boolean"
         assert count_schema["properties"]["ignore_empty"]["default"] is True
-        assert tools["count_file_lines"]["source"] == {"path": "tools.py", "function": "count_file_lines",
-                                                       "line": tools["count_file_lines"]["source"]["line"]}
+        assert tools["count_file_lines"]["source"] == {
+            "path": "tools.py",
+            "function": "count_file_lines",
+            "line": tools["count_file_lines"]["source"]["line"],
+        }
 
         started = await client.request("agent/startSession", {"task": TASK})
         session_id = started["sessionId"]
@@ -66,7 +80,7 @@ async def test_seed_scenario(mode: str, script: list[dict[str, Any]], workspace:
 
         # each request's messages begin with the previous request's messages, byte for byte
         bodies = [json.dumps(r["messages"]) for r in model.requests]
-        for earlier, later in zip(bodies, bodies[1:], strict=False):
+        for earlier, later in pairwise(bodies):
             assert later.startswith(earlier[:-1])
 
     kinds = client.kinds(session_id)
@@ -76,11 +90,20 @@ async def test_seed_scenario(mode: str, script: list[dict[str, Any]], workspace:
     if mode == "react":
         first_call = kinds.index("tool_call")
         assert "agent_thought_chunk" in kinds[:first_call]
-        thought = "".join(u["update"]["text"] for u in client.updates
-                          if u["update"]["kind"] == "agent_thought_chunk" and u["step"] == 0)
+        thought = "".join(
+            u["update"]["text"]
+            for u in client.updates
+            if u["update"]["kind"] == "agent_thought_chunk" and u["step"] == 0
+        )
         assert thought.startswith("Thought: First I need to see")
     statuses = [u["update"] for u in client.updates if u["update"]["kind"] == "status"]
     assert statuses[-1] == {"kind": "status", "status": "finished", "stopReason": "end_turn"}
     updates = [u["update"] for u in client.updates if u["update"]["kind"] == "tool_call_update"]
-    assert [u["status"] for u in updates] == ["in_progress", "completed", "in_progress", "failed",
-                                              "in_progress", "completed"]
+    assert [u["status"] for u in updates] == [
+        "in_progress",
+        "completed",
+        "in_progress",
+        "failed",
+        "in_progress",
+        "completed",
+    ]

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mini_agent.replay import ReplayServer
 from mini_agent_client.client import AgentClient
 
@@ -46,8 +45,10 @@ def wipe(target: str) -> str:
 
 def by_history(turns: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Answer by how far the conversation got, so a restarted daemon hears the same model."""
+
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         return turns[sum(1 for m in body["messages"] if m["role"] == "assistant")]
+
     return respond
 
 
@@ -60,8 +61,14 @@ def spawn(root: Path, opts: dict[str, Any]) -> Any:
 
 
 def trajectory(session: dict[str, Any]) -> list[Any]:
-    return [([(c["name"], c["arguments"]) for c in s["toolCalls"]],
-             [(o["output"], o["isError"]) for o in s["observations"]], s["finalAnswer"]) for s in session["steps"]]
+    return [
+        (
+            [(c["name"], c["arguments"]) for c in s["toolCalls"]],
+            [(o["output"], o["isError"]) for o in s["observations"]],
+            s["finalAnswer"],
+        )
+        for s in session["steps"]
+    ]
 
 
 async def run_to_end(root: Path, model: ReplayServer) -> dict[str, Any]:
@@ -95,13 +102,19 @@ def jobs(workspace: Path) -> Path:
     return workspace
 
 
-TURNS = [action("tally", {"name": "a"}), action("tally", {"name": "b", "pause": 2}),
-         action("touch", {"name": "c.txt"}), {"content": "Final Answer: done"}]
+TURNS = [
+    action("tally", {"name": "a"}),
+    action("tally", {"name": "b", "pause": 2}),
+    action("touch", {"name": "c.txt"}),
+    {"content": "Final Answer: done"},
+]
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("moment", ["tool", "model"])
-async def test_kill_9_then_resume_matches_an_uninterrupted_run(moment: str, jobs: Path, tmp_path: Path) -> None:
+async def test_kill_9_then_resume_matches_an_uninterrupted_run(
+    moment: str, jobs: Path, tmp_path: Path
+) -> None:
     twin = tmp_path / "twin"
     twin.mkdir()
     (twin / "jobs.py").write_text(TOOLS)
@@ -114,11 +127,14 @@ async def test_kill_9_then_resume_matches_an_uninterrupted_run(moment: str, jobs
     # one model server for both daemons: a session keeps the model settings it started with
     async with ReplayServer(responder=by_history(turns)) as model:
         if moment == "tool":
+
             def when(client: AgentClient, sid: str) -> bool:
                 return (jobs / "b.tally").exists() is False and client.kinds().count("tool_call_update") >= 3
         else:
+
             def when(client: AgentClient, sid: str) -> bool:
                 return len(model.exchanges) >= 2
+
         session_id = await kill_during(jobs, model, when)
         turns[1] = TURNS[1]
 
@@ -160,8 +176,12 @@ async def test_approval_survives_a_daemon_restart(jobs: Path, daemon_factory: Ca
         assert paused["status"] == "awaiting_approval" and paused["stopReason"] is None
         asked = first.permission_requests[0]
         assert asked["toolCall"]["arguments"] == {"target": "old.log"} and asked["tool"]["name"] == "wipe"
-        assert [o["kind"] for o in asked["options"]] == ["allow_once", "allow_always", "reject_once",
-                                                         "reject_always"]
+        assert [o["kind"] for o in asked["options"]] == [
+            "allow_once",
+            "allow_always",
+            "reject_once",
+            "reject_always",
+        ]
         assert (jobs / "old.log").exists()
         await first.lsp.shutdown_session()
 
@@ -169,8 +189,9 @@ async def test_approval_survives_a_daemon_restart(jobs: Path, daemon_factory: Ca
         stored = await second.request("agent/getSession", {"sessionId": session_id})
         assert stored["status"] == "awaiting_approval"
         call_id = stored["pendingApprovals"][0]["toolCall"]["id"]
-        approved = await second.request("agent/approve", {"sessionId": session_id, "toolCallId": call_id,
-                                                          "decision": "allow_once"})
+        approved = await second.request(
+            "agent/approve", {"sessionId": session_id, "toolCallId": call_id, "decision": "allow_once"}
+        )
         assert approved["status"] == "awaiting_approval"  # recorded, not stepped
         ran = await second.request("agent/step", {"sessionId": session_id})
         assert ran["observations"][0]["output"] == "wiped old.log" and not (jobs / "old.log").exists()
@@ -179,8 +200,9 @@ async def test_approval_survives_a_daemon_restart(jobs: Path, daemon_factory: Ca
 
 
 @pytest.mark.asyncio
-async def test_a_rejection_reaches_the_model_with_its_reason(jobs: Path,
-                                                           daemon_factory: Callable[..., Any]) -> None:
+async def test_a_rejection_reaches_the_model_with_its_reason(
+    jobs: Path, daemon_factory: Callable[..., Any]
+) -> None:
     (jobs / "keep.log").write_text("x")
     turns = [action("wipe", {"target": "keep.log"}), {"content": "Final Answer: {last_observation}"}]
     async with ReplayServer(responder=by_history(turns)) as model:
@@ -196,8 +218,11 @@ async def test_a_rejection_reaches_the_model_with_its_reason(jobs: Path,
 @pytest.mark.asyncio
 async def test_two_daemons_never_step_one_session_at_once(jobs: Path) -> None:
     turns = [{**action("tally", {"name": "r"}), "delay": 3}, {"content": "Final Answer: raced"}]
-    async with ReplayServer(responder=by_history(turns)) as model, \
-            spawn(jobs, options(model)) as first, spawn(jobs, options(model)) as second:
+    async with (
+        ReplayServer(responder=by_history(turns)) as model,
+        spawn(jobs, options(model)) as first,
+        spawn(jobs, options(model)) as second,
+    ):
         await first.register_tool("jobs.py")
         session_id = await first.start_session("race")
         stepping = asyncio.ensure_future(first.step(session_id))
@@ -239,6 +264,14 @@ async def test_load_session_replays_the_trajectory_as_updates(jobs: Path) -> Non
             loaded = await fresh.call("agent/loadSession", {"sessionId": session_id})
     assert loaded["status"] == "finished" and loaded["updatesSent"] == len(seen)
     kinds = [u["update"]["kind"] for u in seen]
-    assert kinds == ["agent_thought_chunk", "tool_call", "tool_call_update", "usage_update",
-                     "agent_thought_chunk", "agent_message_chunk", "usage_update", "status"]
+    assert kinds == [
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "usage_update",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "usage_update",
+        "status",
+    ]
     assert json.loads(json.dumps(seen[2]["update"]["observation"]))["output"] == "1"

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
-
 from mini_agent.replay import ReplayServer
 
 from .test_e2e_control import action
@@ -30,7 +29,10 @@ def shout(text: str) -> str:
 
 @pytest.mark.asyncio
 async def test_client_tool_round_trip(workspace: Path, daemon_factory: Callable[..., Any]) -> None:
-    script = [action("editor_selection", {"max_chars": "40"}), {"content": "Final Answer: {last_observation}"}]
+    script = [
+        action("editor_selection", {"max_chars": "40"}),
+        {"content": "Final Answer: {last_observation}"},
+    ]
     async with ReplayServer(script) as model:
         client = await daemon_factory({"llm": {"baseUrl": model.base_url}, "store": {"enabled": False}})
         calls: list[Any] = []
@@ -40,10 +42,20 @@ async def test_client_tool_round_trip(workspace: Path, daemon_factory: Callable[
             calls.append(params)
             return {"selection": "def main() -> None: ...", "chars": params.arguments.max_chars}
 
-        schema = {"type": "object", "properties": {"max_chars": {"type": "integer"}}, "required": ["max_chars"]}
-        registered = await client.request("agent/registerTool", {
-            "name": "editor_selection", "description": "The text selected in the editor.",
-            "inputSchema": schema, "client": True})
+        schema = {
+            "type": "object",
+            "properties": {"max_chars": {"type": "integer"}},
+            "required": ["max_chars"],
+        }
+        registered = await client.request(
+            "agent/registerTool",
+            {
+                "name": "editor_selection",
+                "description": "The text selected in the editor.",
+                "inputSchema": schema,
+                "client": True,
+            },
+        )
         assert registered["tools"][0]["client"] is True
         session_id = (await client.request("agent/startSession", {"task": "what is selected?"}))["sessionId"]
         first = await client.request("agent/step", {"sessionId": session_id})
@@ -52,24 +64,31 @@ async def test_client_tool_round_trip(workspace: Path, daemon_factory: Callable[
         assert calls == []
     script = [action("editor_selection", {"max_chars": 40}), {"content": "Final Answer: {last_observation}"}]
     async with ReplayServer(script) as model:
-        session_id = (await client.request("agent/startSession", {
-            "task": "what is selected?", "llm": {"baseUrl": model.base_url}}))["sessionId"]
+        session_id = (
+            await client.request(
+                "agent/startSession", {"task": "what is selected?", "llm": {"baseUrl": model.base_url}}
+            )
+        )["sessionId"]
         result = await client.request("agent/run", {"sessionId": session_id})
     assert calls[0].sessionId == session_id and calls[0].name == "editor_selection"
     assert json.loads(result["finalAnswer"]) == {"selection": "def main() -> None: ...", "chars": 40}
 
 
 @pytest.mark.asyncio
-async def test_saving_a_registered_file_reloads_its_schema(workspace: Path,
-                                                           daemon_factory: Callable[..., Any]) -> None:
+async def test_saving_a_registered_file_reloads_its_schema(
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
     source = workspace / "greet.py"
     source.write_text('def greet(name: str) -> str:\n    """Say hello."""\n    return "hi " + name\n')
     client = await daemon_factory({"store": {"enabled": False}})
     first = await client.request("agent/registerTool", {"path": "greet.py"})
     assert list(first["tools"][0]["inputSchema"]["properties"]) == ["name"]
-    source.write_text('def greet(who: str, loud: bool = False) -> str:\n    """Say hello."""\n    return who\n')
-    client.lsp.text_document_did_save(types.DidSaveTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=source.as_uri())))
+    source.write_text(
+        'def greet(who: str, loud: bool = False) -> str:\n    """Say hello."""\n    return who\n'
+    )
+    client.lsp.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=source.as_uri()))
+    )
     for _ in range(200):
         if client.tools_changed and len(client.tools_changed) >= 2:
             break
@@ -82,17 +101,24 @@ async def test_saving_a_registered_file_reloads_its_schema(workspace: Path,
 
 @pytest.mark.asyncio
 async def test_a_tool_that_writes_to_fd1_and_kills_its_host_leaves_the_protocol_intact(
-        workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
     (workspace / "noisy.py").write_text(NOISY)
-    script = [action("shout", {"text": "hello"}), action("shout", {"text": "exit"}),
-              action("shout", {"text": "again"}), {"content": "Final Answer: ok"}]
+    script = [
+        action("shout", {"text": "hello"}),
+        action("shout", {"text": "exit"}),
+        action("shout", {"text": "again"}),
+        {"content": "Final Answer: ok"},
+    ]
     async with ReplayServer(script) as model:
         client = await daemon_factory({"llm": {"baseUrl": model.base_url}, "store": {"enabled": False}})
         await client.request("agent/registerTool", {"path": "noisy.py"})
         session_id = (await client.request("agent/startSession", {"task": "shout"}))["sessionId"]
         steps = [await client.request("agent/step", {"sessionId": session_id}) for _ in range(4)]
     hello, crashed, again = (s["observations"][0] for s in steps[:3])
-    assert hello["output"] == "HELLO" and "PRINTED hello" in hello["logs"] and "RAW FD1 WRITE" in hello["logs"]
+    assert (
+        hello["output"] == "HELLO" and "PRINTED hello" in hello["logs"] and "RAW FD1 WRITE" in hello["logs"]
+    )
     assert crashed["isError"] and "3" in crashed["output"]
     assert again["output"] == "AGAIN"
     assert steps[3]["finalAnswer"] == "ok"

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mini_agent.server import METHODS
 
 from .conftest import DAEMON, daemon_env
@@ -23,8 +22,14 @@ class RawDaemon:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self.stderr = (workspace.parent / "daemon.stderr").open("wb")
-        self.process = subprocess.Popen(DAEMON, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.stderr, env=daemon_env(), cwd=workspace)
+        self.process = subprocess.Popen(
+            DAEMON,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=daemon_env(),
+            cwd=workspace,
+        )
         self.next_id = 0
         self.notifications: list[dict[str, Any]] = []
 
@@ -51,8 +56,9 @@ class RawDaemon:
 
     def request(self, method: str, params: Any = None) -> dict[str, Any]:
         self.next_id += 1
-        self.send_bytes(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                                    "params": params}).encode())
+        self.send_bytes(
+            json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}).encode()
+        )
         return self.answer_to(self.next_id)
 
     def answer_to(self, msg_id: Any) -> dict[str, Any]:
@@ -63,8 +69,15 @@ class RawDaemon:
             self.notifications.append(message)
 
     def initialize(self, options: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = self.request("initialize", {"processId": None, "rootUri": self.workspace.as_uri(),
-                                             "capabilities": {}, "initializationOptions": options or {}})
+        result = self.request(
+            "initialize",
+            {
+                "processId": None,
+                "rootUri": self.workspace.as_uri(),
+                "capabilities": {},
+                "initializationOptions": options or {},
+            },
+        )
         self.send_bytes(json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}).encode())
         return result
 
@@ -105,7 +118,7 @@ def test_malformed_frames_get_errors_and_the_daemon_lives(raw: RawDaemon) -> Non
     assert error_of(parse_error)["code"] == -32700
     raw.send_bytes(b'{"id": 7, "method": "agent/listTools"}')
     assert error_of(raw.answer_to(7))["code"] == -32600
-    raw.send_bytes(b'[1, 2, 3]')
+    raw.send_bytes(b"[1, 2, 3]")
     assert error_of(raw.answer_to(None))["code"] == -32600
     assert error_of(raw.request("agent/nope", {}))["code"] == -32601
     assert raw.request("agent/listTools", {})["result"] == {"tools": []}
@@ -150,11 +163,29 @@ def test_invalid_initialization_options_are_reported_on_agent_requests(raw: RawD
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=12,
 )
-FIELDS = ["sessionId", "task", "path", "function", "name", "tools", "llm", "maxSteps", "decision",
-          "toolCallId", "client", "inputSchema", "status", "limit", "offset", "requiresApproval"]
+FIELDS = [
+    "sessionId",
+    "task",
+    "path",
+    "function",
+    "name",
+    "tools",
+    "llm",
+    "maxSteps",
+    "decision",
+    "toolCallId",
+    "client",
+    "inputSchema",
+    "status",
+    "limit",
+    "offset",
+    "requiresApproval",
+]
 PARAMS = JSON | st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=5)
 
 

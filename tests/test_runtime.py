@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-
 from mini_agent.contracts import (
     LLMConfig,
     LLMError,
@@ -43,8 +42,9 @@ def answer(text: str) -> LLMResponse:
 
 
 def action(*calls: ToolCall) -> LLMResponse:
-    return LLMResponse(content=f"Action: {calls[0].name}", thought="thinking", tool_calls=calls,
-                       usage=TokenUsage(10, 2, 5))
+    return LLMResponse(
+        content=f"Action: {calls[0].name}", thought="thinking", tool_calls=calls, usage=TokenUsage(10, 2, 5)
+    )
 
 
 class ScriptedModel:
@@ -53,8 +53,13 @@ class ScriptedModel:
         self.seen: list[list[Message]] = []
         self.delay = delay
 
-    async def generate(self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: LLMConfig,
-                       on_text: TextSink | None = None) -> LLMResponse:
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        config: LLMConfig,
+        on_text: TextSink | None = None,
+    ) -> LLMResponse:
         self.seen.append(list(messages))
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -144,8 +149,9 @@ async def test_model_error_ends_the_step_and_leaves_the_session_ready() -> None:
 
 @pytest.mark.asyncio
 async def test_cancel_during_model_call_and_during_tool() -> None:
-    model = ScriptedModel(action(call("echo", 1, text="slow")), action(call("echo", 2, text="b")), answer("ok"),
-                          delay=0.05)
+    model = ScriptedModel(
+        action(call("echo", 1, text="slow")), action(call("echo", 2, text="b")), answer("ok"), delay=0.05
+    )
     tools = Tools(ECHO, delay=5)
     runtime, _ = build(model, tools)
     session = runtime.start_session("t")
@@ -174,8 +180,9 @@ class Approver:
         self.decision = decision
         self.asked: list[str] = []
 
-    async def request_permission(self, session: AgentSession, call: ToolCall,
-                                 spec: ToolSpec) -> tuple[Decision, str | None] | None:
+    async def request_permission(
+        self, session: AgentSession, call: ToolCall, spec: ToolSpec
+    ) -> tuple[Decision, str | None] | None:
         self.asked.append(call.name)
         return self.decision
 

@@ -51,8 +51,14 @@ class Daemon:
         defaults = AgentConfig(llm=options.llm.apply(LLMConfig()), max_steps=options.max_steps)
         if options.system_prompt is not None:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
-        self.runtime = AgentRuntime(self.llm, self.registry, defaults=defaults, events=self._on_update,
-                                    approver=self, store=self.store)
+        self.runtime = AgentRuntime(
+            self.llm,
+            self.registry,
+            defaults=defaults,
+            events=self._on_update,
+            approver=self,
+            store=self.store,
+        )
         self._watchers: dict[str, list[Callable[[AgentUpdate], None]]] = {}
 
     def watch(self, session_id: str, callback: Callable[[AgentUpdate], None]) -> Callable[[], None]:
@@ -111,7 +117,9 @@ class Daemon:
         return len(updates)
 
     def _on_update(self, update: AgentUpdate) -> None:
-        self._notify("agent/update", {"sessionId": update.session_id, "step": update.step, "update": update.update})
+        self._notify(
+            "agent/update", {"sessionId": update.session_id, "step": update.step, "update": update.update}
+        )
         for callback in list(self._watchers.get(update.session_id, ())):
             callback(update)
 
@@ -133,7 +141,12 @@ class Daemon:
         return _decision_from(answer)
 
     async def _call_client_tool(self, session_id: str, call: ToolCall) -> Any:
-        params = {"sessionId": session_id, "toolCallId": call.id, "name": call.name, "arguments": call.arguments}
+        params = {
+            "sessionId": session_id,
+            "toolCallId": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+        }
         return await self._request("agent/executeTool", params)
 
     async def aclose(self) -> None:
@@ -151,7 +164,7 @@ def _decision_from(answer: Any) -> tuple[Decision, str | None] | None:
     outcome = answer.get("outcome")
     choice = outcome.get("optionId") if isinstance(outcome, dict) else answer.get("decision")
     try:
-        decision = Decision(choice)
+        decision = Decision(str(choice))
     except ValueError:
         return None
     reason = answer.get("reason")

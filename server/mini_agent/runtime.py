@@ -339,7 +339,9 @@ class AgentRuntime:
         session.steps.append(record)
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
         session.usage = session.usage + response.usage
-        self._emit(session, index, {"kind": "usage_update", **wire.usage_update(response.usage, session.usage)})
+        self._emit(
+            session, index, {"kind": "usage_update", **wire.usage_update(response.usage, session.usage)}
+        )
         if response.final_answer is not None and not response.tool_calls:
             self._emit(session, index, {"kind": "agent_message_chunk", "text": response.final_answer})
             record.stop_reason = StopReason.END_TURN
@@ -373,7 +375,9 @@ class AgentRuntime:
             elif streak == threshold:
                 self._observe(session, record, _note(call, LOOP_NOTE.format(name=call.name, count=streak)))
 
-    async def _resolve_calls(self, session: AgentSession, record: StepRecord, flight: _Flight, wait: bool) -> None:
+    async def _resolve_calls(
+        self, session: AgentSession, record: StepRecord, flight: _Flight, wait: bool
+    ) -> None:
         if record.stop_reason is StopReason.LOOP_DETECTED:
             self._fill_missing(session, record, "Not run: the session stopped on a repeated tool call.")
             return
@@ -444,8 +448,11 @@ class AgentRuntime:
         self._checkpoint(session)
 
         async def one(call: ToolCall) -> None:
-            self._emit(session, record.index, {"kind": "tool_call_update", "toolCallId": call.id,
-                                               "status": "in_progress"})
+            self._emit(
+                session,
+                record.index,
+                {"kind": "tool_call_update", "toolCallId": call.id, "status": "in_progress"},
+            )
             observation = await self._tools.execute(call, session_id=session.session_id)
             self._observe(session, record, observation)
 
@@ -458,13 +465,23 @@ class AgentRuntime:
     def _observe(self, session: AgentSession, record: StepRecord, observation: Observation) -> None:
         record.observations.append(observation)
         status = "failed" if observation.is_error else "completed"
-        self._emit(session, record.index, {"kind": "tool_call_update", "toolCallId": observation.call_id,
-                                           "status": status, "observation": wire.observation(observation)})
+        self._emit(
+            session,
+            record.index,
+            {
+                "kind": "tool_call_update",
+                "toolCallId": observation.call_id,
+                "status": status,
+                "observation": wire.observation(observation),
+            },
+        )
         if all(_observation_for(record, call.id) is not None for call in record.tool_calls):
             order = [call.id for call in record.tool_calls]
             record.observations.sort(key=lambda obs: order.index(obs.call_id))
             for obs in record.observations:
-                session.messages.append(Message(Role.TOOL, obs.output, tool_call_id=obs.call_id, name=obs.tool_name))
+                session.messages.append(
+                    Message(Role.TOOL, obs.output, tool_call_id=obs.call_id, name=obs.tool_name)
+                )
         self._checkpoint(session)
 
     def _fill_missing(self, session: AgentSession, record: StepRecord, text: str) -> None:
@@ -482,7 +499,11 @@ class AgentRuntime:
     def _conclude(self, session: AgentSession, record: StepRecord) -> None:
         if record.stop_reason is StopReason.LOOP_DETECTED and not session.finished:
             session.finish(StopReason.LOOP_DETECTED)
-        if not session.finished and record.stop_reason is None and len(session.steps) >= session.config.max_steps:
+        if (
+            not session.finished
+            and record.stop_reason is None
+            and len(session.steps) >= session.config.max_steps
+        ):
             record.stop_reason = StopReason.MAX_TURN_REQUESTS
             session.finish(StopReason.MAX_TURN_REQUESTS)
         if session.status is SessionStatus.RUNNING:
@@ -499,17 +520,25 @@ class AgentRuntime:
         self._emit(session, record.index, update)
 
     def replay(self, session_id: str) -> list[AgentUpdate]:
-        """The session's trajectory as the updates a live run would have sent (for a freshly opened editor)."""
+        """The trajectory as the updates a live run would have sent (for an editor that just opened)."""
         session = self.get(session_id)
         updates: list[AgentUpdate] = []
         for record in session.steps:
             bodies: list[dict[str, Any]] = []
             if record.completion:
                 bodies.append({"kind": "agent_thought_chunk", "text": record.completion})
-            bodies += [{"kind": "tool_call", **wire.tool_call_event(call, "pending")} for call in record.tool_calls]
-            bodies += [{"kind": "tool_call_update", "toolCallId": obs.call_id,
-                        "status": "failed" if obs.is_error else "completed", "observation": wire.observation(obs)}
-                       for obs in record.observations]
+            bodies += [
+                {"kind": "tool_call", **wire.tool_call_event(call, "pending")} for call in record.tool_calls
+            ]
+            bodies += [
+                {
+                    "kind": "tool_call_update",
+                    "toolCallId": obs.call_id,
+                    "status": "failed" if obs.is_error else "completed",
+                    "observation": wire.observation(obs),
+                }
+                for obs in record.observations
+            ]
             if record.final_answer is not None and not record.tool_calls:
                 bodies.append({"kind": "agent_message_chunk", "text": record.final_answer})
             bodies.append({"kind": "usage_update", **wire.usage_update(record.usage, session.usage)})
@@ -525,9 +554,9 @@ class AgentRuntime:
     async def _race(self, flight: _Flight, work: Awaitable[T]) -> T:
         """Await `work` unless the session is cancelled first; then stop it and raise _StepCancelled."""
         task: asyncio.Future[T] = asyncio.ensure_future(work)
-        stopper = asyncio.ensure_future(flight.cancel.wait())
+        stopper: asyncio.Future[Any] = asyncio.ensure_future(flight.cancel.wait())
         try:
-            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((task, stopper), return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopper.cancel()
         if not task.done():
@@ -578,4 +607,3 @@ def _pending_for(session: AgentSession, call_id: str) -> PendingApproval | None:
 
 def _unfinished(record: StepRecord) -> bool:
     return bool(record.tool_calls) and any(_observation_for(record, c.id) is None for c in record.tool_calls)
-

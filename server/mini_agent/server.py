@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from cattrs import Converter
 
     from .daemon import Daemon
-    from .runtime import AgentUpdate
     from .params import (
         ApproveParams,
         ListSessionsParams,
@@ -52,15 +51,26 @@ if TYPE_CHECKING:
         StartSessionParams,
         StepParams,
     )
+    from .runtime import AgentUpdate
 
 log = logging.getLogger("mini_agent")
 T = TypeVar("T")
 
 PROTOCOL_VERSION = 1
 METHODS = (
-    "agent/registerTool", "agent/unregisterTool", "agent/listTools", "agent/startSession", "agent/step",
-    "agent/run", "agent/cancel", "agent/approve", "agent/listSessions", "agent/getSession",
-    "agent/resumeSession", "agent/loadSession", "agent/deleteSession",
+    "agent/registerTool",
+    "agent/unregisterTool",
+    "agent/listTools",
+    "agent/startSession",
+    "agent/step",
+    "agent/run",
+    "agent/cancel",
+    "agent/approve",
+    "agent/listSessions",
+    "agent/getSession",
+    "agent/resumeSession",
+    "agent/loadSession",
+    "agent/deleteSession",
 )
 SESSION_ERROR = -32001  # a valid request the session cannot take now (busy)
 STORE_ERROR = -32003  # the session store failed (corrupt, locked); the message names the file
@@ -87,22 +97,24 @@ class AgentProtocol(LanguageServerProtocol):
 
     def handle_message(self, message: Any) -> None:
         if isinstance(message, _Rejected):
-            self._send_response(message.id, error=message.error.to_response_error())
+            self.answer_error(message.id, message.error)
             return
         if not hasattr(message, "jsonrpc"):
             msg_id = message.get("id") if isinstance(message, dict) else None
-            error = JsonRpcInvalidRequest("Invalid Request: not a JSON-RPC 2.0 message")
-            self._send_response(msg_id, error=error.to_response_error())
+            self.answer_error(msg_id, JsonRpcInvalidRequest("Invalid Request: not a JSON-RPC 2.0 message"))
             return
         method = getattr(message, "method", None)
         is_request = isinstance(message, JsonRPCRequestMessage) or (
             method is not None and getattr(message, "id", None) is not None
         )
         if is_request and self._workspace is None and method != types.INITIALIZE:
-            error = JsonRpcServerNotInitialized(f"Server not initialized: {method} before initialize")
-            self._send_response(message.id, error=error.to_response_error())
+            self.answer_error(message.id, JsonRpcServerNotInitialized(f"{method} before initialize"))
             return
         super().handle_message(message)
+
+    def answer_error(self, msg_id: Any, error: JsonRpcException) -> None:
+        """Answer with an error; `msg_id` may be None (JSON-RPC's id null, for unreadable messages)."""
+        self._send_response(msg_id, error=error.to_response_error())
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
@@ -121,7 +133,7 @@ class AgentProtocol(LanguageServerProtocol):
 
 def _dict_params_converter() -> Converter:
     """Custom methods get plain dicts (pygls' default would turn them into namedtuples)."""
-    converter = default_converter()
+    converter: Converter = default_converter()  # type: ignore[no-untyped-call]
     converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
     converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
     return converter
@@ -129,8 +141,9 @@ def _dict_params_converter() -> Converter:
 
 class AgentServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("mini-agent", __version__, protocol_cls=AgentProtocol,
-                         converter_factory=_dict_params_converter)
+        super().__init__(
+            "mini-agent", __version__, protocol_cls=AgentProtocol, converter_factory=_dict_params_converter
+        )
         self._daemon: Daemon | None = None
         self._init_options: Any = None
         self._init_error: str | None = None
@@ -154,7 +167,9 @@ class AgentServer(LanguageServer):
         except InvalidParams as exc:
             self._init_error = str(exc)
             raise JsonRpcInvalidParams(self._init_error) from None
-        return Daemon(_workspace_root(self), options, notify=self.protocol.notify, request=self._client_request)
+        return Daemon(
+            _workspace_root(self), options, notify=self.protocol.notify, request=self._client_request
+        )
 
     async def _client_request(self, method: str, params: dict[str, Any]) -> Any:
         result = await self.protocol.send_request_async(method, params)
@@ -163,8 +178,8 @@ class AgentServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A frame that is not JSON gets the JSON-RPC parse error (id null); the connection lives on."""
         if isinstance(error, ValueError) and not isinstance(error, JsonRpcException):
-            response = JsonRpcParseError(f"Parse error: {error}").to_response_error()
-            self.protocol._send_response(None, error=response)  # noqa: SLF001 — no public way to answer id null
+            assert isinstance(self.protocol, AgentProtocol)
+            self.protocol.answer_error(None, JsonRpcParseError(f"Parse error: {error}"))
             return
         log.error("server error: %s", error)
 
@@ -200,7 +215,7 @@ def on_initialize(ls: AgentServer, params: types.InitializeParams) -> None:
     options = params.initialization_options
     if options is not None and not isinstance(options, dict):
         raise JsonRpcInvalidParams("initializationOptions must be an object")
-    ls._init_options = options  # noqa: SLF001
+    ls._init_options = options
 
 
 @server.feature(types.INITIALIZED)
@@ -229,8 +244,8 @@ def _show_error(ls: AgentServer, message: str) -> None:
 @server.feature(types.SHUTDOWN)
 async def on_shutdown(ls: AgentServer, params: Any) -> None:
     ls.shutting_down = True
-    if ls._daemon is not None:  # noqa: SLF001
-        await ls._daemon.aclose()  # noqa: SLF001
+    if ls._daemon is not None:
+        await ls._daemon.aclose()
 
 
 # -- handlers ----------------------------------------------------------------------------------
@@ -275,7 +290,9 @@ def _map_error(exc: Exception) -> JsonRpcException:
     if isinstance(exc, UnknownSession):
         return JsonRpcInvalidParams(str(exc), data={"reason": "unknown_session", "sessionId": exc.session_id})
     if isinstance(exc, SessionFinished):
-        return JsonRpcInvalidParams(str(exc), data={"reason": "session_finished", "sessionId": exc.session_id})
+        return JsonRpcInvalidParams(
+            str(exc), data={"reason": "session_finished", "sessionId": exc.session_id}
+        )
     if isinstance(exc, SessionBusy):
         return JsonRpcException(
             code=SESSION_ERROR, message=str(exc), data={"reason": "session_busy", "sessionId": exc.session_id}
@@ -283,7 +300,9 @@ def _map_error(exc: Exception) -> JsonRpcException:
     if isinstance(exc, RegistrationError | UnknownToolCall):
         return JsonRpcInvalidParams(str(exc))
     if isinstance(exc, StoreError):
-        return JsonRpcException(code=STORE_ERROR, message=str(exc), data={"reason": "store", "path": str(exc.path)})
+        return JsonRpcException(
+            code=STORE_ERROR, message=str(exc), data={"reason": "store", "path": str(exc.path)}
+        )
     raise exc
 
 
@@ -313,14 +332,22 @@ async def register_tool(daemon: Daemon, p: RegisterToolParams) -> dict[str, Any]
     if p.client:
         if p.name is None or p.input_schema is None:
             raise RegistrationError("a client tool needs name, description and inputSchema")
-        specs = [daemon.registry.register_client_tool(p.name, p.description or "", p.input_schema,
-                                                      requires_approval=p.requires_approval)]
+        specs = [
+            daemon.registry.register_client_tool(
+                p.name, p.description or "", p.input_schema, requires_approval=p.requires_approval
+            )
+        ]
     else:
         if p.path is None:
             raise RegistrationError("path is required (or client: true with name and inputSchema)")
         specs = await daemon.registry.register_file(
-            p.path, function=p.function, name=p.name, description=p.description,
-            requires_approval=p.requires_approval, idempotent=p.idempotent, timeout_sec=p.timeout_sec,
+            p.path,
+            function=p.function,
+            name=p.name,
+            description=p.description,
+            requires_approval=p.requires_approval,
+            idempotent=p.idempotent,
+            timeout_sec=p.timeout_sec,
         )
     daemon.tools_changed()
     return {"tools": [wire.tool_spec(spec) for spec in specs]}
@@ -361,7 +388,9 @@ async def step(daemon: Daemon, p: StepParams) -> dict[str, Any]:
 
     runtime = daemon.runtime
     session = runtime.get(p.session_id)
-    async with _progress(daemon, p.session_id, p.work_done_token, f"mini-agent step {len(session.steps) + 1}"):
+    async with _progress(
+        daemon, p.session_id, p.work_done_token, f"mini-agent step {len(session.steps) + 1}"
+    ):
         record = await _cancellable(runtime.step(p.session_id), lambda: runtime.cancel(p.session_id))
     return wire.step_result(runtime.get(p.session_id), record)
 
@@ -403,7 +432,9 @@ async def _server_progress_token() -> str | None:
 
 
 @contextlib.asynccontextmanager
-async def _progress(daemon: Daemon, session_id: str, token: str | int | None, title: str) -> AsyncIterator[None]:
+async def _progress(
+    daemon: Daemon, session_id: str, token: str | int | None, title: str
+) -> AsyncIterator[None]:
     """Mirror a session's updates as standard $/progress begin/report/end, one short line each."""
     if token is None:
         yield
@@ -499,7 +530,7 @@ async def did_change_watched(ls: AgentServer, params: types.DidChangeWatchedFile
 
 async def _reload(ls: AgentServer, uri: str) -> None:
     path = to_fs_path(uri)
-    if path is None or ls._daemon is None:  # noqa: SLF001 — nothing registered yet
+    if path is None or ls._daemon is None:
         return
     try:
         if await ls.daemon.registry.reload(path) is not None:
@@ -509,13 +540,26 @@ async def _reload(ls: AgentServer, uri: str) -> None:
         ls.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"reload {path}: {exc}"))
 
 
-def main() -> None:
-    """Serve on stdio. fd 1 is moved to stderr first: only protocol frames may reach the real stdout."""
+def main(*, ndjson: bool = False) -> None:
+    """Serve on stdio (LSP framing, or one JSON message per line with `ndjson`).
+
+    fd 1 is moved to stderr first: only protocol frames may reach the real stdout.
+    """
     wire_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    logging.basicConfig(stream=sys.stderr, level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
-                        format="[mini-agent] %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
+        format="[mini-agent] %(levelname)s %(name)s: %(message)s",
+    )
     # pygls logs a traceback for every deliberate error answer; keep that for debugging only
-    logging.getLogger("pygls").setLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL)
-    server.start_io(sys.stdin.buffer, wire_out)
+    logging.getLogger("pygls").setLevel(
+        logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL
+    )
+    if ndjson:
+        from .ndjson import serve_ndjson
+
+        serve_ndjson(server, sys.stdin.buffer, wire_out)
+    else:
+        server.start_io(sys.stdin.buffer, wire_out)

@@ -92,8 +92,14 @@ def _message(method: str, params: Any, msg_id: int | str | None = None) -> dict[
 
 
 class Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
-                 ndjson: bool = False, tap: Tap | None = None) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        ndjson: bool = False,
+        tap: Tap | None = None,
+    ) -> None:
         self._reader = reader
         self._writer = writer
         self._encode = line if ndjson else frame

@@ -5,7 +5,7 @@
 
 import * as fs from "node:fs";
 import * as vscode from "vscode";
-import { LanguageClient, type LanguageClientOptions, type ServerOptions, TransportKind } from "vscode-languageclient/node";
+import { LanguageClient, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
 import { INSTALL_HINT, resolveLaunch, whichIn, type Launch } from "./launch";
 import { AgentClient, type AgentClientHandlers, type InitializationOptions, type ToolMode } from "./protocol";
 
@@ -68,7 +68,7 @@ export class Daemon implements vscode.Disposable {
     const server: ServerOptions = {
       command: launch.command,
       args: launch.args,
-      transport: TransportKind.stdio,
+      // No `transport`: with TransportKind.stdio the client appends "--stdio", which the daemon's CLI refuses.
       options: { cwd: root, env: { ...process.env, MINI_AGENT_LOG: config.get<string>("logLevel", "info").toUpperCase() } },
     };
     const options: LanguageClientOptions = {
