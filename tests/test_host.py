@@ -182,10 +182,14 @@ async def test_exception_becomes_error_with_traceback_in_logs(
 
 
 @pytest.mark.asyncio
-async def test_sys_exit_is_reported_and_host_survives(host: ToolHost, tools_file: Path) -> None:
+async def test_sys_exit_is_reported_and_host_survives(
+    host: ToolHost, tools_file: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     result = await call(host, tools_file, "leave")
     assert (result.output, result.is_error) == ("leave called sys.exit(3)", True)
     await assert_healthy(host, tools_file)
+    assert host.running == 1
+    assert_daemon_stdout_clean(capfd)
 
 
 @pytest.mark.asyncio
@@ -254,13 +258,16 @@ async def test_cancellation_kills_the_tool_and_propagates(
 
 
 @pytest.mark.asyncio
-async def test_large_output_is_truncated(host: ToolHost, tools_file: Path) -> None:
+async def test_large_output_is_truncated(
+    host: ToolHost, tools_file: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     result = await call(host, tools_file, "big")
     assert result.truncated and not result.is_error
     head, marker = result.output.rsplit("\n", 1)
     assert head == "é" * (65536 // 2)
     assert marker == "[… output truncated: 200000 bytes, showing the first 65536 bytes]"
     await assert_healthy(host, tools_file)
+    assert_daemon_stdout_clean(capfd, "éééé")
 
 
 @pytest.mark.asyncio
@@ -349,3 +356,26 @@ async def test_load_errors(host: ToolHost, tmp_path: Path) -> None:
         await host.load(empty)
     with pytest.raises(LoadError, match=r"has no function 'nope' \(public functions: none\)"):
         await host.load(empty, function="nope")
+
+
+@pytest.mark.asyncio
+async def test_workspace_modules_cannot_shadow_the_hosts_own(host: ToolHost, tmp_path: Path) -> None:
+    def write(name: str, text: str) -> None:
+        (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
+
+    write("json.py", "raise RuntimeError('the workspace json.py was imported')\n")
+    write("pydantic.py", "raise RuntimeError('the workspace pydantic.py was imported')\n")
+    write("helpers.py", "def shout(text: str) -> str:\n    return text.upper()\n")
+    write(
+        "uses.py",
+        """
+        import json
+        import helpers
+        def encode(text: str) -> str:
+            return json.dumps({"text": helpers.shout(text)})
+        """,
+    )
+    path = tmp_path / "uses.py"
+    await host.load(path)
+    result = await call(host, path, "encode", text="hi")
+    assert (result.output, result.is_error) == ('{"text": "HI"}', False)

@@ -355,7 +355,7 @@ async def test_client_tool_round_trip(workspace: Path) -> None:
     spec = registry.register_client_tool("ask_user", "Ask the user.", ASK_SCHEMA, requires_approval=True)
     assert spec == ToolSpec("ask_user", "Ask the user.", ASK_SCHEMA, requires_approval=True, client=True)
     result = await registry.execute(call("ask_user", question="ok?", choices=["a"]), session_id="s9")
-    assert (result.output, result.is_error) == ('{"answer": "yes", "choice": "a"}', False)
+    assert (result.output, result.is_error) == ('{"answer":"yes","choice":"a"}', False)
     assert seen[0][0] == "s9" and seen[0][1].arguments == {"question": "ok?", "choices": ["a"]}
     bad = await registry.execute(call("ask_user", choices=[1], extra=True), session_id="s9")
     assert bad.is_error and len(seen) == 1

@@ -12,7 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from . import wire
@@ -59,6 +59,8 @@ class SessionStore(Protocol):
     def save(self, session: AgentSession) -> None: ...
 
     def load(self, session_id: str) -> AgentSession | None: ...
+
+    def is_current(self, session: AgentSession) -> bool: ...
 
     def acquire(self, session_id: str, owner: str) -> bool: ...
 
@@ -177,6 +179,8 @@ class AgentRuntime:
     ) -> AgentSession:
         """Snapshot the tools now: the prompt must not change under a running session."""
         config = self.defaults.with_overrides(llm=llm, max_steps=max_steps, system_prompt=system_prompt)
+        # the API key stays with the daemon's options: sessions are stored on disk
+        config = config.with_overrides(llm=replace(config.llm, api_key=None))
         tools = self._select_tools(tool_names)
         session = AgentSession(session_id=new_session_id(), task=task, config=config, tools=tools)
         session.messages.append(Message(Role.SYSTEM, config.system_prompt))
@@ -294,9 +298,10 @@ class AgentRuntime:
         if self._store is not None:
             if not self._store.acquire(session_id, self.owner):
                 raise SessionBusy(session_id, " in another daemon")
-            fresh = self._store.load(session_id)
-            if fresh is not None:
-                session = self._sessions[session_id] = fresh
+            if not self._store.is_current(session):
+                fresh = self._store.load(session_id)
+                if fresh is not None:
+                    session = self._sessions[session_id] = fresh
         if session.finished:
             if self._store is not None:
                 self._store.release(session_id, self.owner)
@@ -324,8 +329,9 @@ class AgentRuntime:
         def on_text(delta: str) -> None:
             self._emit(session, index, {"kind": "agent_thought_chunk", "text": delta})
 
+        llm_config = replace(session.config.llm, api_key=self.defaults.llm.api_key)
         response = await self._race(
-            flight, self._llm.generate(session.messages, session.tools, session.config.llm, on_text)
+            flight, self._llm.generate(session.messages, session.tools, llm_config, on_text)
         )
         record = StepRecord(
             index=index,

@@ -32,7 +32,12 @@ end, { nargs = '*', range = true, desc = 'mini-agent: run an agent on a task (wi
 
 command('MiniAgentRegister', function(args)
   agent().register(args.args, { requiresApproval = args.bang or nil })
-end, { nargs = '?', bang = true, complete = 'file', desc = 'mini-agent: register a Python file as tools (! = needs approval)' })
+end, {
+  nargs = '?',
+  bang = true,
+  complete = 'file',
+  desc = 'mini-agent: register a Python file as tools (! = needs approval)',
+})
 
 command('MiniAgentSessions', function()
   agent().sessions()

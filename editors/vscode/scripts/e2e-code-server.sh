@@ -15,14 +15,14 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 PYTHON="${MINI_AGENT_PYTHON:-$REPO/.venv/bin/python}"
-CACHE="$HERE/.e2e"
+CACHE="${E2E_CACHE:-$HOME/.cache/mini-agent-vscode-e2e}"
 CODE_SERVER_VERSION=4.100.3
 RG_VERSION=v13.0.0-10
 TIMEOUT_S="${E2E_TIMEOUT_S:-180}"
 START=$(date +%s)
 stamp() { echo "[e2e +$(( $(date +%s) - START ))s] $*"; }
 
-# -- install (cached in editors/vscode/.e2e) ---------------------------------------------------------
+# -- install (cached in $E2E_CACHE, default ~/.cache/mini-agent-vscode-e2e) ---------------------------------------------------------
 need_apt=()
 command -v rg >/dev/null || need_apt+=(ripgrep)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || need_apt+=(libkrb5-dev)

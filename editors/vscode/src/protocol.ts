@@ -24,8 +24,6 @@ export type StopReason = "end_turn" | "max_turn_requests" | "cancelled" | "loop_
 export type ToolMode = "react" | "native" | "auto";
 export type Decision = "allow_once" | "allow_always" | "reject_once" | "reject_always";
 
-export const DECISIONS: readonly Decision[] = ["allow_once", "allow_always", "reject_once", "reject_always"];
-
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
@@ -197,7 +195,6 @@ export interface DeferredApproval {
   sessionId: string;
   toolCall: ToolCall;
   tool: Tool;
-  askedAt: number;
 }
 
 /** What the user interface offers when the daemon asks: a choice, or undefined to decide later. */
@@ -236,7 +233,6 @@ export class ApprovalPolicy {
         sessionId: request.sessionId,
         toolCall: request.toolCall,
         tool: request.tool,
-        askedAt: this.now(),
       });
       this.changed();
       throw new ApprovalDeferred(request.toolCall.id);

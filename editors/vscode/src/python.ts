@@ -25,7 +25,3 @@ export function functionAtLine(lines: readonly string[], line: number): string |
   return undefined;
 }
 
-/** Whether a name is public by the daemon's rule (no leading underscore). */
-export function isPublic(name: string): boolean {
-  return !name.startsWith("_");
-}

@@ -197,8 +197,8 @@ describe("cancel", () => {
   let r: Rig | undefined;
   after(() => closeRig(r));
 
-  test("agent/cancel during a slow model reply ends the step as cancelled and leaves the session ready", async () => {
-    r = await rig([{ delay: 60, content: "Final Answer: too late" }]);
+  test("agent/cancel during a slow model reply ends the step as cancelled; Resume runs the session on", async () => {
+    r = await rig([{ delay: 60, content: "Final Answer: too late" }, { content: "Final Answer: resumed after the cancel" }]);
     const { sessionId } = await r.client.startSession("wait for a slow model");
     const running = r.client.run(sessionId);
     const store = r.store;
@@ -215,6 +215,16 @@ describe("cancel", () => {
     assert.equal(trace.status, "ready");
     assert.ok(trace.entries.some((e) => e.kind === "status" && e.stopReason === "cancelled"));
     assert.equal(statusLabel(trace), "$(debug-pause) mini-agent: cancelled");
-    assert.equal((await r.client.getSession(sessionId)).status, "ready");
+    const stored = await r.client.getSession(sessionId);
+    assert.equal(stored.status, "ready");
+
+    // What "Resume session" does: reload the stored trace, then run again with updates streaming into it.
+    const resumed = store.load(stored);
+    const again = await r.client.run(sessionId);
+    assert.equal(again.stopReason, "end_turn", r.daemon.stderr());
+    assert.equal(again.finalAnswer, "resumed after the cancel");
+    assert.equal(store.get(sessionId), resumed);
+    assert.equal(finalAnswer(resumed), "resumed after the cancel");
+    assert.equal(resumed.status, "finished");
   });
 });

@@ -25,6 +25,13 @@ from typing import Any
 from mini_agent.tools import protocol
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+# `-P` keeps the workspace (the cwd) off sys.path while the host imports its own dependencies, so a
+# workspace `json.py` cannot shadow them; host_main adds the workspace root afterwards. Our package
+# goes at the end of sys.path: found when not installed, never shadowing anything when it is.
+_BOOTSTRAP = (
+    f"import sys; sys.path.append({_PACKAGE_PARENT!r}); "
+    "from mini_agent.tools.host_main import main; sys.exit(main())"
+)
 _EXIT_GRACE_SEC = 2.0
 _READ_CHUNK = 65536
 
@@ -154,7 +161,7 @@ class _Worker:
         log_fd = _capture_file()
         child_fds = (request_r, reply_w, log_fd)
         command = [
-            python, "-m", "mini_agent.tools.host_main",
+            python, "-P", "-c", _BOOTSTRAP,
             "--request-fd", str(request_r), "--reply-fd", str(reply_w), "--log-fd", str(log_fd),
             "--max-output", str(max_output), "--parent", str(os.getpid()),
         ]  # fmt: skip
@@ -162,7 +169,7 @@ class _Worker:
             transport, exited = await loop.subprocess_exec(
                 _Exited, *command,
                 stdin=subprocess.DEVNULL, stdout=2, stderr=None,  # stray host output goes to our stderr
-                cwd=root, env=_host_env(), pass_fds=child_fds, start_new_session=True,
+                cwd=root, pass_fds=child_fds, start_new_session=True,
             )  # fmt: skip
         except BaseException:
             for fd in (request_r, request_w, reply_r, reply_w, log_fd):
@@ -214,7 +221,10 @@ class _Worker:
         if self.transport.get_returncode() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.transport.get_pid(), signal.SIGKILL)
-        self.transport.close()
+            # Closing now would poll() and may reap the child under asyncio's own watcher.
+            self.exited.done.add_done_callback(lambda _: self.transport.close())
+        else:
+            self.transport.close()
         self.reader.close()
         os.close(self.request_fd)
         os.close(self.log_fd)
@@ -371,14 +381,6 @@ def _capture_file() -> int:
         fd = os.dup(handle.fileno())
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
     return fd
-
-
-def _host_env() -> dict[str, str]:
-    env = dict(os.environ)
-    paths = [_PACKAGE_PARENT, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    env.pop("PYTHONSTARTUP", None)
-    return env
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -1,9 +1,9 @@
 """The tool host: the only process where workspace code is imported, reflected and run.
 
-Started by `host.ToolHost` as `python -m mini_agent.tools.host_main` with stdin on /dev/null, the
-workspace root as cwd, and three inherited descriptors: the request pipe, the reply pipe and the
-capture file. It serves one request at a time; anything a tool does to fd 1/2 lands in the capture
-file, so the daemon's stdout never sees it.
+Started by `host.ToolHost` (equivalent to `python -P -m mini_agent.tools.host_main ...`) with stdin
+on /dev/null, the workspace root as cwd, and three inherited descriptors: the request pipe, the
+reply pipe and the capture file. It serves one request at a time; anything a tool does to fd 1/2
+lands in the capture file, so the daemon's stdout never sees it.
 """
 
 from __future__ import annotations
@@ -238,9 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         os.set_inheritable(fd, False)  # a tool's child must not keep our pipes open
     _die_with_parent(args.parent)
     faulthandler.enable()  # a segfault's traceback goes to fd 2, i.e. into the capture file
-    root = os.getcwd()
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    sys.path.insert(0, os.getcwd())  # the workspace root: tools may import their sibling modules
     channel = Channel(args.request_fd, args.reply_fd)
     host = Host(Capture(args.log_fd, args.max_output), args.max_output)
     channel.send({"ready": True, "pid": os.getpid()})

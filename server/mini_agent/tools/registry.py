@@ -248,7 +248,11 @@ class ToolRegistry:
         except Exception as exc:
             return CallResult(f"{call.name} failed in the client: {exc}", True)
         try:
-            text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+            text = (
+                result
+                if isinstance(result, str)
+                else json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+            )
         except (TypeError, ValueError):
             return CallResult(
                 f"{call.name} returned a {type(result).__name__} value, which has no JSON form", True

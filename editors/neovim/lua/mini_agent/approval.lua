@@ -81,7 +81,8 @@ function M.handle(params, ctx)
     record(sid, call, decision)
     require('mini_agent').approve(sid, call.id, decision, reason, ctx.client_id)
   end)
-  return nil, vim.lsp.rpc_response_error(vim.lsp.protocol.ErrorCodes.RequestCancelled, 'the decision follows with agent/approve')
+  local later = 'the decision follows with agent/approve'
+  return nil, vim.lsp.rpc_response_error(vim.lsp.protocol.ErrorCodes.RequestCancelled, later)
 end
 
 return M

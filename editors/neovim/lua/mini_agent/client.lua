@@ -74,10 +74,14 @@ end
 local function on_exit(daemon, code, signal)
   daemon.exited, daemon.ready = true, false
   log.write(('daemon exited (code %s, signal %s)'):format(code, signal))
-  local why = ('the mini-agent daemon exited (code %s); its log (:MiniAgentLog) ends with:\n%s'):format(code, log_tail(5))
+  local why = ('the mini-agent daemon exited (code %s); its log (:MiniAgentLog) ends with:\n%s'):format(
+    code,
+    log_tail(5)
+  )
   flush(daemon, why)
   if not daemon.stopping then
-    require('mini_agent.sessions').on_daemon_exit(daemon.root, ('daemon exited (code %s), see :MiniAgentLog'):format(code))
+    local note = ('daemon exited (code %s), see :MiniAgentLog'):format(code)
+    require('mini_agent.sessions').on_daemon_exit(daemon.root, note)
     if config.get().notify then
       vim.notify(why, vim.log.levels.ERROR)
     end
@@ -106,7 +110,11 @@ local function spawn(root)
     return nil, why
   end
   local daemon = { root = root, ready = false, exited = false, stopping = false, queue = {}, tools = {} }
-  local env = vim.tbl_extend('force', { MINI_AGENT_LOG = opts.log_level, MINI_AGENT_LOG_FILE = log.path() }, opts.cmd_env or {})
+  local env = vim.tbl_extend(
+    'force',
+    { MINI_AGENT_LOG = opts.log_level, MINI_AGENT_LOG_FILE = log.path() },
+    opts.cmd_env or {}
+  )
   log.write(('daemon starting in %s: %s'):format(root, table.concat(cmd, ' ')))
   local ok, id = pcall(start, {
     name = 'mini-agent',

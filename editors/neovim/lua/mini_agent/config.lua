@@ -13,7 +13,7 @@ local M = {}
 ---@field follow boolean keep trace windows scrolled to the end
 
 ---@class mini_agent.Options
----@field cmd string[]|fun(root: string): string[]|nil the daemon command; nil: `mini-agent serve` from the workspace's .venv, then PATH
+---@field cmd string[]|fun(root: string): string[]|nil the daemon; nil: `mini-agent serve` from .venv/bin, then PATH
 ---@field cmd_env table<string, string>? extra environment for the daemon
 ---@field root_dir string|fun(bufnr: integer): string?|nil the workspace root; nil: from root_markers, else the cwd
 ---@field root_markers string[]

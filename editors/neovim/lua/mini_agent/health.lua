@@ -142,7 +142,10 @@ function M.check()
   health.info('workspace root: ' .. root)
   local cmd, why = config.cmd(root)
   if not cmd then
-    health.error(why, { 'pip install mini-agent (into the workspace .venv or onto PATH)', 'or set `cmd`, e.g. { "python3", "-m", "mini_agent" }' })
+    health.error(why, {
+      'pip install mini-agent (into the workspace .venv or onto PATH)',
+      'or set `cmd`, e.g. { "python3", "-m", "mini_agent" }',
+    })
     return
   end
   if vim.fn.executable(cmd[1]) == 0 then

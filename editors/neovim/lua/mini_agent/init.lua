@@ -9,6 +9,8 @@ local trace = require('mini_agent.trace')
 
 local M = {}
 
+---@alias mini_agent.Done fun(err: table?, result: table?)
+
 local REGISTER_KEYS = { 'function', 'name', 'description', 'requiresApproval', 'idempotent', 'timeoutSec' }
 local SESSION_KEYS = { 'maxSteps', 'tools', 'systemPrompt' }
 
@@ -51,17 +53,19 @@ end
 
 ---@param daemon mini_agent.Daemon
 ---@param session mini_agent.Session
----@param done fun(err: table?, result: table?)?
+---@param done mini_agent.Done?
 local function run(daemon, session, done)
   session.running, session.answer, session.on_done = true, {}, done
-  client.request(daemon, 'agent/run', { sessionId = session.id, workDoneToken = 'mini-agent/' .. session.id }, function(err, result)
+  local params = { sessionId = session.id, workDoneToken = 'mini-agent/' .. session.id }
+  client.request(daemon, 'agent/run', params, function(err, result)
     sessions.finish_run(session, err, result)
   end)
 end
 
 --- Start a session with a task and run it to its end.
 ---@param task string
----@param opts {root: string?, maxSteps: integer?, tools: string[]?, systemPrompt: string?, llm: table?, on_done: fun(err: table?, result: table?)?}?
+---@param opts {root: string?, maxSteps: integer?, tools: string[]?, systemPrompt: string?, llm: table?,
+---  on_done: mini_agent.Done?}?
 function M.ask(task, opts)
   config.check('task', task, 'string')
   opts = opts or {}
@@ -125,7 +129,8 @@ local function watch_saves()
       local path = vim.fs.normalize(vim.api.nvim_buf_get_name(ev.buf))
       local daemon = registered[path] and client.get(registered[path])
       if daemon then
-        client.notify(daemon, 'workspace/didChangeWatchedFiles', { changes = { { uri = vim.uri_from_fname(path), type = 2 } } })
+        local changed = { uri = vim.uri_from_fname(path), type = 2 }
+        client.notify(daemon, 'workspace/didChangeWatchedFiles', { changes = { changed } })
       end
     end,
   })
@@ -133,7 +138,8 @@ end
 
 --- Register a workspace Python file's public functions (or one of them) as tools.
 ---@param path string? default: the current buffer's file
----@param opts {function: string?, name: string?, description: string?, requiresApproval: boolean?, idempotent: boolean?, timeoutSec: number?, root: string?, on_done: fun(err: table?, result: table?)?}?
+---@param opts {function: string?, name: string?, description: string?, requiresApproval: boolean?,
+---  idempotent: boolean?, timeoutSec: number?, root: string?, on_done: mini_agent.Done?}?
 function M.register(path, opts)
   opts = opts or {}
   local done = opts.on_done or ignore
@@ -179,7 +185,7 @@ end
 
 --- Cancel a session's step in flight (default: the newest running session).
 ---@param sid string?
----@param on_done fun(err: table?, result: table?)?
+---@param on_done mini_agent.Done?
 function M.cancel(sid, on_done)
   local done = on_done or ignore
   local session = (sid and sid ~= '') and find_session(sid) or sessions.latest_running()
@@ -201,7 +207,7 @@ end
 
 --- Show a stored session in the trace.
 ---@param sid string
----@param opts {root: string?, on_done: fun(err: table?, result: table?)?}?
+---@param opts {root: string?, on_done: mini_agent.Done?}?
 function M.show(sid, opts)
   opts = opts or {}
   local done = opts.on_done or ignore
@@ -225,7 +231,7 @@ local function describe(summary)
 end
 
 --- Pick one of the daemon's sessions and show it in the trace.
----@param opts {root: string?, on_done: fun(err: table?, result: table?)?}?
+---@param opts {root: string?, on_done: mini_agent.Done?}?
 function M.sessions(opts)
   opts = opts or {}
   local root = opts.root or config.root()
@@ -237,7 +243,8 @@ function M.sessions(opts)
         done(err, result)
         return
       end
-      vim.ui.select(result.sessions, { prompt = 'mini-agent sessions', kind = 'mini_agent.session', format_item = describe }, function(choice)
+      local select_opts = { prompt = 'mini-agent sessions', kind = 'mini_agent.session', format_item = describe }
+      vim.ui.select(result.sessions, select_opts, function(choice)
         if choice then
           M.show(choice.sessionId, { root = root, on_done = done })
         else

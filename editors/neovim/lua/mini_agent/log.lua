@@ -45,7 +45,6 @@ function M.on_log_message(_, params)
   if params and params.message then
     M.write(('%s %s'):format(LEVELS[params.type] or 'LOG', params.message))
   end
-  return vim.NIL
 end
 
 --- Open the log in a split (the user asked for it, so it takes focus).

@@ -69,7 +69,8 @@ local function on_status(session, step, update)
     local names = vim.tbl_map(function(call)
       return call.name
     end, waiting)
-    notify(('session %s waits for approval of %s'):format(trace.short(session.id), table.concat(names, ', ')), vim.log.levels.WARN)
+    local text = ('session %s waits for approval of %s'):format(trace.short(session.id), table.concat(names, ', '))
+    notify(text, vim.log.levels.WARN)
     M.fire('MiniAgentAwaitingApproval', vim.tbl_extend('force', data, { toolCalls = waiting }))
   elseif update.stopReason == 'end_turn' then
     M.fire('MiniAgentAnswer', { sessionId = session.id, answer = table.concat(session.answer) })

@@ -124,7 +124,8 @@ function M.open()
   end
   local opts = config.get().trace
   local vertical = opts.position == 'right' or opts.position == 'left'
-  local size = opts.size or (vertical and math.max(40, math.floor(vim.o.columns * 0.4)) or math.floor(vim.o.lines * 0.3))
+  local size = opts.size
+    or (vertical and math.max(40, math.floor(vim.o.columns * 0.4)) or math.floor(vim.o.lines * 0.3))
   local buf = M.buf()
   local win = api.nvim_open_win(buf, false, {
     split = opts.position,
@@ -404,7 +405,8 @@ function M.show_session(session)
       M.update(sid, index, { kind = 'usage_update', usage = step.usage })
     end
     if step.stopReason then
-      M.update(sid, index, { kind = 'status', status = step.status, stopReason = step.stopReason, message = step.error })
+      local update = { kind = 'status', status = step.status, stopReason = step.stopReason, message = step.error }
+      M.update(sid, index, update)
     end
   end
   if session.status == 'awaiting_approval' then

@@ -1,0 +1,537 @@
+"""mini-agent next to its peers, in one run on one machine: prints markdown tables and writes
+bench/RESULTS.md.
+
+    python bench/bench_peers.py            # creates bench/.peers-venv on first use (needs PyPI)
+    python bench/bench_peers.py --quick    # fewer repetitions, for a smoke run
+
+What is measured (see bench/README.md for the method and the caveats):
+
+1. Overhead per agent step on one scripted 20-step episode (19 calls of a trivial tool, then the
+   answer): mini-agent through the whole daemon over stdio against a replayed model server with no
+   delay, versus LangChain's agent (`create_agent`) and smolagents' `ToolCallingAgent` in process,
+   their model objects replaced by in-process fakes that return the same scripted tool calls.
+2. `agent/listTools` round trip versus a minimal pygls server and an MCP SDK stdio server
+   (`tools/list`), all driven by the same client code.
+3. Cold start (spawn → `initialize` answered) and idle RSS, versus a minimal pygls server,
+   python-lsp-server and jedi-language-server.
+4. 50 concurrent sessions × 5 steps against a model with 200 ms latency, as efficiency against the
+   ideal of 5 × 0.2 s.
+
+The peers live in their own virtual environment (bench/.peers-venv); they are never runtime
+dependencies. Helper processes are this same file started with `--role`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PEERS_VENV = HERE / ".peers-venv"
+PEERS = ["langchain>=1.0", "smolagents>=1.20", "mcp", "python-lsp-server", "jedi-language-server", "pygls==2.1.1"]
+EPISODE_STEPS = 20
+CONCURRENT_SESSIONS, CONCURRENT_STEPS, LATENCY_S = 50, 5, 0.2
+
+TOOLS_FILE = '''def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    return a + b
+
+
+def list_python_files(directory: str = ".") -> list[str]:
+    """List the Python files of a directory.
+
+    Args:
+        directory: Folder to look in, relative to the workspace root.
+    """
+    import os
+
+    return sorted(name for name in os.listdir(directory) if name.endswith(".py"))
+'''
+
+MINIMAL_PYGLS = """
+from pygls.lsp.server import LanguageServer
+server = LanguageServer("minimal", "0.1")
+TOOLS = {"tools": [{"name": "add", "description": "Add two integers.", "inputSchema": {"type": "object"}}]}
+@server.feature("tools/list")
+def tools_list(params):
+    return TOOLS
+server.start_io()
+"""
+
+
+# -- helper roles (run as `python bench_peers.py --role NAME`) --------------------------------
+
+
+def role_mcp_server() -> None:
+    """An MCP SDK stdio server with the same two tools (FastMCP, called MCPServer from mcp 2.x)."""
+    try:
+        from mcp.server.mcpserver import MCPServer as Server
+    except ImportError:
+        from mcp.server.fastmcp import FastMCP as Server
+    server = Server("bench")
+    tools = _tools_module()
+    server.tool()(tools.add)
+    server.tool()(tools.list_python_files)
+    server.run("stdio")
+
+
+def _tools_module() -> Any:
+    """TOOLS_FILE as a real module: the peers read tool source and docstrings through `inspect`."""
+    import importlib.util
+
+    path = Path(tempfile.mkdtemp(prefix="bench-tools-")) / "bench_tools.py"
+    path.write_text(TOOLS_FILE)
+    spec = importlib.util.spec_from_file_location("bench_tools", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def role_replay(latency: float, steps: int) -> None:
+    """A replayed OpenAI-compatible model: each session calls `add` steps-1 times, then answers."""
+    from mini_agent.replay import ReplayServer
+
+    def turn(body: dict[str, Any]) -> dict[str, Any]:
+        done = sum(1 for m in body["messages"] if m.get("role") == "tool")
+        reply: dict[str, Any] = {"delay": latency} if latency else {}
+        if done + 1 >= steps:
+            return {**reply, "content": f"The total is {done}."}
+        return {**reply, "tool_calls": [{"name": "add", "arguments": {"a": done, "b": 1}}]}
+
+    async def serve() -> None:
+        async with ReplayServer(responder=turn) as server:
+            print(server.base_url, flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+    asyncio.run(serve())
+
+
+def _scripted_calls() -> list[dict[str, Any]]:
+    return [{"name": "add", "args": {"a": i, "b": 1}, "id": f"call_{i}"} for i in range(EPISODE_STEPS - 1)]
+
+
+def role_langchain(episodes: int) -> None:
+    """LangChain's agent loop with its model replaced by a fake that plays the scripted episode."""
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+
+    class ScriptedModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    add = tool(_tools_module().add)
+
+    def episode() -> float:
+        script = [AIMessage(content="", tool_calls=[call]) for call in _scripted_calls()]
+        model = ScriptedModel(messages=iter([*script, AIMessage(content="The total is 19.")]))
+        agent = create_agent(model, tools=[add])
+        started = time.perf_counter()
+        state = agent.invoke({"messages": [{"role": "user", "content": "Add up."}]}, {"recursion_limit": 200})
+        elapsed = time.perf_counter() - started
+        assert state["messages"][-1].content == "The total is 19.", state["messages"][-1]
+        return elapsed
+
+    _report_episodes(episode, episodes)
+
+
+def role_smolagents(episodes: int) -> None:
+    """smolagents' ToolCallingAgent with its Model replaced by a fake that plays the scripted episode."""
+    from smolagents import Model, ToolCallingAgent, tool
+    from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction
+
+    add = tool(_tools_module().add)
+
+    def message(name: str, arguments: dict[str, Any], call_id: str) -> ChatMessage:
+        call = ChatMessageToolCall(id=call_id, type="function",
+                                   function=ChatMessageToolCallFunction(name=name, arguments=arguments))
+        return ChatMessage(role="assistant", content="", tool_calls=[call])
+
+    class ScriptedModel(Model):
+        def __init__(self, script: list[ChatMessage]) -> None:
+            super().__init__(model_id="scripted")
+            self.script = iter(script)
+
+        def generate(self, messages: Any, stop_sequences: Any = None, response_format: Any = None,
+                     tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:
+            return next(self.script)
+
+    def episode() -> float:
+        script = [message(c["name"], c["args"], c["id"]) for c in _scripted_calls()]
+        script.append(message("final_answer", {"answer": "The total is 19."}, "call_final"))
+        agent = ToolCallingAgent(tools=[add], model=ScriptedModel(script), max_steps=EPISODE_STEPS + 5,
+                                 verbosity_level=-1)
+        started = time.perf_counter()
+        answer = agent.run("Add up.")
+        elapsed = time.perf_counter() - started
+        assert answer == "The total is 19.", answer
+        return elapsed
+
+    _report_episodes(episode, episodes)
+
+
+def _report_episodes(episode: Callable[[], float], episodes: int) -> None:
+    episode()  # warm-up: imports, caches
+    print(json.dumps([episode() / EPISODE_STEPS for _ in range(episodes)]))
+
+
+ROLES: dict[str, Callable[[argparse.Namespace], None]] = {
+    "mcp-server": lambda a: role_mcp_server(),
+    "replay": lambda a: role_replay(a.latency, a.steps),
+    "langchain": lambda a: role_langchain(a.episodes),
+    "smolagents": lambda a: role_smolagents(a.episodes),
+}
+
+
+# -- the measurements --------------------------------------------------------------------------
+
+
+@dataclass
+class Peers:
+    python: str
+    versions: dict[str, str]
+
+    def bin(self, name: str) -> str:
+        return str(Path(self.python).parent / name)
+
+
+def ensure_peers() -> Peers:
+    """Create bench/.peers-venv with the peer frameworks, once (a stamp file records what is in it)."""
+    python = PEERS_VENV / "bin" / "python"
+    stamp = PEERS_VENV / "installed.json"
+    if not (stamp.exists() and json.loads(stamp.read_text()) == PEERS):
+        print(f"setting up {PEERS_VENV} (the peers; not runtime dependencies) …", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(PEERS_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEERS], check=True)
+        stamp.write_text(json.dumps(PEERS))
+    names = ["langchain", "langgraph", "smolagents", "mcp", "python-lsp-server", "jedi-language-server", "pygls"]
+    code = ("import json, importlib.metadata as m; "
+            f"print(json.dumps({{n: m.version(n) for n in {names!r}}}))")
+    versions = json.loads(subprocess.run([str(python), "-c", code], check=True, capture_output=True,
+                                         text=True).stdout)
+    return Peers(str(python), versions)
+
+
+def daemon_env() -> dict[str, str]:
+    paths = [str(ROOT / "server"), str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@contextlib.asynccontextmanager
+async def model_server(latency: float, steps: int) -> AsyncIterator[str]:
+    """The replayed model in its own process, so its work does not share the client's event loop."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--role", "replay", "--latency", str(latency), "--steps", str(steps),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=daemon_env())
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        yield (await process.stdout.readline()).decode().strip()
+    finally:
+        process.stdin.close()
+        await process.wait()
+
+
+def workspace() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="mini-agent-bench-"))
+    (root / "bench_tools.py").write_text(TOOLS_FILE)
+    return root
+
+
+async def per_step_mini_agent(episodes: int, *, store: bool) -> list[float]:
+    from mini_agent_client import AgentClient
+
+    async with model_server(0.0, EPISODE_STEPS) as base_url:
+        options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"},
+                   "store": {"enabled": store}}
+        async with AgentClient.spawn(root=workspace(), options=options, env=daemon_env()) as client:
+            await client.register_tool("bench_tools.py", function="add")
+            per_step = []
+            for _ in range(episodes + 1):  # the first is the warm-up
+                session_id = await client.start_session("Add up.")
+                started = time.perf_counter()
+                result = await client.call("agent/run", {"sessionId": session_id})
+                elapsed = time.perf_counter() - started
+                assert result["stopReason"] == "end_turn" and result["steps"] == EPISODE_STEPS, result
+                per_step.append(elapsed / EPISODE_STEPS)
+    return per_step[1:]
+
+
+async def model_round_trip(requests: int) -> list[float]:
+    """What one bare request to the replayed model costs the client: the floor under a daemon step."""
+    import aiohttp
+
+    body = {"model": "replay", "messages": [{"role": "user", "content": "Add up."}], "stream": True,
+            "tools": [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]}
+    async with model_server(0.0, EPISODE_STEPS) as base_url, aiohttp.ClientSession() as http:
+        times = []
+        for _ in range(requests):
+            started = time.perf_counter()
+            async with http.post(f"{base_url}/chat/completions", json=body) as response:
+                await response.read()
+            times.append(time.perf_counter() - started)
+    return times[len(times) // 10:]
+
+
+def per_step_peer(peers: Peers, role: str, episodes: int) -> list[float]:
+    done = subprocess.run([peers.python, __file__, "--role", role, "--episodes", str(episodes)],
+                          capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": ""})
+    if done.returncode != 0:
+        raise RuntimeError(f"{role} failed:\n{done.stderr[-3000:]}")
+    times: list[float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return times
+
+
+async def round_trips(command: list[str], method: str, init: dict[str, Any], *, ndjson: bool,
+                      setup: Callable[[Any], Awaitable[None]] | None = None, count: int) -> list[float]:
+    """Sequential `method` requests through the same client code (mini_agent_client.rpc) for every server."""
+    from mini_agent_client.rpc import Connection
+
+    process = await asyncio.create_subprocess_exec(
+        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL, env=daemon_env(), cwd=init.pop("_cwd", None))
+    assert process.stdin is not None and process.stdout is not None
+    connection = Connection(process.stdout, process.stdin, ndjson=ndjson)
+    connection.start()
+    try:
+        await connection.request("initialize", init)
+        await connection.notify("notifications/initialized" if ndjson else "initialized", {})
+        if setup is not None:
+            await setup(connection)
+        times = []
+        for _ in range(count + count // 10):
+            started = time.perf_counter()
+            await connection.request(method, {})
+            times.append(time.perf_counter() - started)
+        return times[count // 10:]
+    finally:
+        process.stdin.close()
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        await connection.close()
+
+
+def lsp_init(root: Path) -> dict[str, Any]:
+    return {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+            "initializationOptions": {"store": {"enabled": False}}, "_cwd": str(root)}
+
+
+def mcp_init() -> dict[str, Any]:
+    return {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0.1"}}
+
+
+async def list_tools_figures(peers: Peers, count: int) -> dict[str, list[float]]:
+    root = workspace()
+
+    async def register(connection: Any) -> None:
+        await connection.request("agent/registerTool", {"path": "bench_tools.py"})
+
+    return {
+        "mini-agent `agent/listTools`": await round_trips(
+            [sys.executable, "-m", "mini_agent"], "agent/listTools", lsp_init(root), ndjson=False,
+            setup=register, count=count),
+        "minimal pygls `tools/list`": await round_trips(
+            [sys.executable, "-c", MINIMAL_PYGLS], "tools/list", lsp_init(root), ndjson=False, count=count),
+        "MCP SDK stdio `tools/list`": await round_trips(
+            [peers.python, __file__, "--role", "mcp-server"], "tools/list", mcp_init(), ndjson=True,
+            count=count),
+    }
+
+
+async def cold_start(command: list[str], root: Path) -> tuple[float, float]:
+    """(seconds from spawn to the initialize answer, RSS in MiB once initialized and idle)."""
+    from mini_agent_client.rpc import Connection
+
+    started = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL, env=daemon_env(), cwd=root)
+    assert process.stdin is not None and process.stdout is not None
+    connection = Connection(process.stdout, process.stdin)
+    connection.start()
+    try:
+        await connection.request("initialize", {k: v for k, v in lsp_init(root).items() if k != "_cwd"})
+        elapsed = time.perf_counter() - started
+        await connection.notify("initialized", {})
+        await asyncio.sleep(1.0)
+        return elapsed, rss_mib(process.pid)
+    finally:
+        process.stdin.close()
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        await connection.close()
+
+
+async def cold_start_figures(peers: Peers, runs: int) -> dict[str, list[tuple[float, float]]]:
+    root = workspace()
+    commands = {
+        "mini-agent": [sys.executable, "-m", "mini_agent"],
+        "minimal pygls": [sys.executable, "-c", MINIMAL_PYGLS],
+        "python-lsp-server": [peers.bin("pylsp")],
+        "jedi-language-server": [peers.bin("jedi-language-server")],
+    }
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    for _ in range(runs):  # interleaved, so a noisy moment hits every server alike
+        for name, command in commands.items():
+            figures[name].append(await cold_start(command, root))
+    return figures
+
+
+async def concurrency_figure() -> tuple[float, float]:
+    """(wall seconds for all sessions, efficiency = ideal / wall)."""
+    from mini_agent_client import AgentClient
+
+    async with model_server(LATENCY_S, CONCURRENT_STEPS) as base_url:
+        options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"}}
+        async with AgentClient.spawn(root=workspace(), options=options, env=daemon_env()) as client:
+            await client.register_tool("bench_tools.py", function="add")
+            sessions = [await client.start_session(f"Add up, {i}.") for i in range(CONCURRENT_SESSIONS)]
+            started = time.perf_counter()
+            results = await asyncio.gather(*(client.call("agent/run", {"sessionId": s}) for s in sessions))
+            wall = time.perf_counter() - started
+    assert all(r["stopReason"] == "end_turn" and r["steps"] == CONCURRENT_STEPS for r in results), results
+    return wall, CONCURRENT_STEPS * LATENCY_S / wall
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1e3:.2f}"
+
+
+def us(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1e6:.0f}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join([*lines, *("| " + " | ".join(row) + " |" for row in rows)])
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    uname = subprocess.run(["uname", "-a"], capture_output=True, text=True, check=False).stdout.strip()
+    return (f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC}\n- machine: `{uname}`\n"
+            f"- CPU: {cpu} ({os.cpu_count()} logical CPUs)\n- Python: {platform.python_version()}")
+
+
+async def measure(peers: Peers, quick: bool) -> str:
+    episodes, count, runs = (3, 100, 3) if quick else (10, 500, 7)
+    sections = [f"# mini-agent vs peers\n\n{machine()}\n- peers: " +
+                ", ".join(f"{k} {v}" for k, v in peers.versions.items())]
+
+    print("per-step overhead …", file=sys.stderr)
+    ours = await per_step_mini_agent(episodes, store=True)
+    ours_no_store = await per_step_mini_agent(episodes, store=False)
+    model_rtt = await model_round_trip(count)
+    langchain = per_step_peer(peers, "langchain", episodes)
+    smol = per_step_peer(peers, "smolagents", episodes)
+    floor = statistics.median(model_rtt)
+    sections.append("## 1. Overhead per agent step (20-step scripted episode, median ms per step)\n\n" + table(
+        ["system", "ms / step", "ms / step less the model server round trip"],
+        [["mini-agent daemon over stdio (store on: the default)", ms(ours), f"{(statistics.median(ours) - floor) * 1e3:.2f}"],
+         ["mini-agent daemon over stdio (store off)", ms(ours_no_store),
+          f"{(statistics.median(ours_no_store) - floor) * 1e3:.2f}"],
+         [f"LangChain {peers.versions['langchain']} `create_agent`, in process", ms(langchain), "—"],
+         [f"smolagents {peers.versions['smolagents']} `ToolCallingAgent`, in process", ms(smol), "—"],
+         ["(one bare request to the replayed model server, for reference)", ms(model_rtt), "—"]]))
+
+    print("listTools round trips …", file=sys.stderr)
+    trips = await list_tools_figures(peers, count)
+    sections.append("## 2. Tool listing round trip (median µs, sequential requests)\n\n" + table(
+        ["server", "µs"], [[name, us(values)] for name, values in trips.items()]))
+
+    print("cold starts …", file=sys.stderr)
+    starts = await cold_start_figures(peers, runs)
+    sections.append("## 3. Cold start (spawn → `initialize` answered) and idle RSS (median)\n\n" + table(
+        ["server", "cold start ms", "idle RSS MiB"],
+        [[name, ms([s for s, _ in values]), f"{statistics.median(r for _, r in values):.1f}"]
+         for name, values in starts.items()]))
+
+    print("concurrency …", file=sys.stderr)
+    wall, efficiency = await concurrency_figure()
+    sections.append(
+        f"## 4. {CONCURRENT_SESSIONS} concurrent sessions × {CONCURRENT_STEPS} steps, model latency "
+        f"{LATENCY_S * 1e3:.0f} ms\n\n" + table(
+            ["system", "wall s", "ideal s", "efficiency"],
+            [["mini-agent", f"{wall:.2f}", f"{CONCURRENT_STEPS * LATENCY_S:.2f}", f"{efficiency:.0%}"]]))
+
+    ours_step, lc_step = statistics.median(ours), statistics.median(langchain)
+    pygls_start = statistics.median(s for s, _ in starts["minimal pygls"])
+    ours_start = statistics.median(s for s, _ in starts["mini-agent"])
+    ours_rss = statistics.median(r for _, r in starts["mini-agent"])
+    targets = [
+        ["per-step overhead below LangChain's", f"{ours_step * 1e3:.2f} vs {lc_step * 1e3:.2f} ms",
+         _met(ours_step < lc_step)],
+        ["cold start within 10 % of minimal pygls", f"{ours_start * 1e3:.0f} vs {pygls_start * 1e3:.0f} ms "
+         f"({(ours_start / pygls_start - 1) * 100:+.0f} %)", _met(ours_start <= pygls_start * 1.10)],
+        ["idle RSS under 60 MiB", f"{ours_rss:.1f} MiB", _met(ours_rss < 60)],
+        ["concurrency efficiency ≥ 90 %", f"{efficiency:.0%}", _met(efficiency >= 0.90)],
+    ]
+    sections.append("## Targets\n\n" + table(["target", "measured", "met"], targets))
+    return "\n\n".join(sections) + "\n"
+
+
+def _met(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--role", choices=sorted(ROLES), help=argparse.SUPPRESS)
+    parser.add_argument("--latency", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, default=EPISODE_STEPS, help=argparse.SUPPRESS)
+    parser.add_argument("--episodes", type=int, default=5, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.role:
+        ROLES[args.role](args)
+        return 0
+    sys.path[:0] = [str(ROOT / "server"), str(ROOT / "clients" / "python")]
+    if shutil.which("uname") is None:
+        print("needs Linux (/proc, uname)", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    report = asyncio.run(measure(ensure_peers(), args.quick))
+    report += f"\n(whole run: {time.perf_counter() - started:.0f} s)\n"
+    print(report)
+    (HERE / "RESULTS.md").write_text(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
