@@ -44,7 +44,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PEERS_VENV = HERE / ".peers-venv"
-PEERS = ["langchain>=1.0", "smolagents>=1.20", "mcp", "python-lsp-server", "jedi-language-server", "pygls==2.1.1"]
+PEERS = ["langchain>=1.0", "smolagents>=1.20", "mcp", "python-lsp-server", "jedi-language-server",
+         "pygls==2.1.1"]
 EPISODE_STEPS = 20
 CONCURRENT_SESSIONS, CONCURRENT_STEPS, LATENCY_S = 50, 5, 0.2
 
@@ -86,9 +87,9 @@ server.start_io()
 def role_mcp_server() -> None:
     """An MCP SDK stdio server with the same two tools (FastMCP, called MCPServer from mcp 2.x)."""
     try:
-        from mcp.server.mcpserver import MCPServer as Server
+        from mcp.server.mcpserver import MCPServer as Server  # type: ignore[import-not-found]
     except ImportError:
-        from mcp.server.fastmcp import FastMCP as Server
+        from mcp.server.fastmcp import FastMCP as Server  # type: ignore[import-not-found]
     server = Server("bench")
     tools = _tools_module()
     server.tool()(tools.add)
@@ -134,12 +135,12 @@ def _scripted_calls() -> list[dict[str, Any]]:
 
 def role_langchain(episodes: int) -> None:
     """LangChain's agent loop with its model replaced by a fake that plays the scripted episode."""
-    from langchain.agents import create_agent
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage
-    from langchain_core.tools import tool
+    from langchain.agents import create_agent  # type: ignore[import-not-found]
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # type: ignore[import-not-found]
+    from langchain_core.messages import AIMessage  # type: ignore[import-not-found]
+    from langchain_core.tools import tool  # type: ignore[import-not-found]
 
-    class ScriptedModel(GenericFakeChatModel):
+    class ScriptedModel(GenericFakeChatModel):  # type: ignore[misc]
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
@@ -160,8 +161,8 @@ def role_langchain(episodes: int) -> None:
 
 def role_smolagents(episodes: int) -> None:
     """smolagents' ToolCallingAgent with its Model replaced by a fake that plays the scripted episode."""
-    from smolagents import Model, ToolCallingAgent, tool
-    from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction
+    from smolagents import Model, ToolCallingAgent, tool  # type: ignore[import-not-found]
+    from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction  # type: ignore[import-not-found]
 
     add = tool(_tools_module().add)
 
@@ -170,7 +171,7 @@ def role_smolagents(episodes: int) -> None:
                                    function=ChatMessageToolCallFunction(name=name, arguments=arguments))
         return ChatMessage(role="assistant", content="", tool_calls=[call])
 
-    class ScriptedModel(Model):
+    class ScriptedModel(Model):  # type: ignore[misc]
         def __init__(self, script: list[ChatMessage]) -> None:
             super().__init__(model_id="scripted")
             self.script = iter(script)
@@ -225,9 +226,13 @@ def ensure_peers() -> Peers:
     if not (stamp.exists() and json.loads(stamp.read_text()) == PEERS):
         print(f"setting up {PEERS_VENV} (the peers; not runtime dependencies) …", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(PEERS_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEERS], check=True)
+        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEERS], capture_output=True,
+                              text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"installing the peers failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
         stamp.write_text(json.dumps(PEERS))
-    names = ["langchain", "langgraph", "smolagents", "mcp", "python-lsp-server", "jedi-language-server", "pygls"]
+    names = ["langchain", "langgraph", "smolagents", "mcp", "python-lsp-server", "jedi-language-server",
+             "pygls"]
     code = ("import json, importlib.metadata as m; "
             f"print(json.dumps({{n: m.version(n) for n in {names!r}}}))")
     versions = json.loads(subprocess.run([str(python), "-c", code], check=True, capture_output=True,
@@ -267,39 +272,41 @@ def workspace() -> Path:
     return root
 
 
-async def per_step_mini_agent(episodes: int, *, store: bool) -> list[float]:
+async def per_step_mini_agent(episodes: int, *, store: bool) -> tuple[list[float], list[float]]:
+    """(seconds per step of each episode, seconds of bare model requests made between the episodes).
+
+    The bare requests are what one step's model call costs the client on its own, measured in the
+    same moments as the episodes, so that the daemon's share can be told from the model server's.
+    """
+    import aiohttp
     from mini_agent_client import AgentClient
 
-    async with model_server(0.0, EPISODE_STEPS) as base_url:
+    async with model_server(0.0, EPISODE_STEPS) as base_url, aiohttp.ClientSession() as http:
         options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"},
                    "store": {"enabled": store}}
         async with AgentClient.spawn(root=workspace(), options=options, env=daemon_env()) as client:
             await client.register_tool("bench_tools.py", function="add")
-            per_step = []
-            for _ in range(episodes + 1):  # the first is the warm-up
+            per_step, bare = [], []
+            for episode in range(episodes + 1):  # the first is the warm-up
                 session_id = await client.start_session("Add up.")
                 started = time.perf_counter()
                 result = await client.call("agent/run", {"sessionId": session_id})
                 elapsed = time.perf_counter() - started
                 assert result["stopReason"] == "end_turn" and result["steps"] == EPISODE_STEPS, result
-                per_step.append(elapsed / EPISODE_STEPS)
-    return per_step[1:]
+                times = [await _bare_request(http, base_url) for _ in range(EPISODE_STEPS)]
+                if episode:
+                    per_step.append(elapsed / EPISODE_STEPS)
+                    bare += times
+    return per_step, bare
 
 
-async def model_round_trip(requests: int) -> list[float]:
-    """What one bare request to the replayed model costs the client: the floor under a daemon step."""
-    import aiohttp
-
+async def _bare_request(http: Any, base_url: str) -> float:
     body = {"model": "replay", "messages": [{"role": "user", "content": "Add up."}], "stream": True,
             "tools": [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]}
-    async with model_server(0.0, EPISODE_STEPS) as base_url, aiohttp.ClientSession() as http:
-        times = []
-        for _ in range(requests):
-            started = time.perf_counter()
-            async with http.post(f"{base_url}/chat/completions", json=body) as response:
-                await response.read()
-            times.append(time.perf_counter() - started)
-    return times[len(times) // 10:]
+    started = time.perf_counter()
+    async with http.post(f"{base_url}/chat/completions", json=body) as response:
+        await response.read()
+    return time.perf_counter() - started
 
 
 def per_step_peer(peers: Peers, role: str, episodes: int) -> list[float]:
@@ -455,20 +462,19 @@ async def measure(peers: Peers, quick: bool) -> str:
                 ", ".join(f"{k} {v}" for k, v in peers.versions.items())]
 
     print("per-step overhead …", file=sys.stderr)
-    ours = await per_step_mini_agent(episodes, store=True)
-    ours_no_store = await per_step_mini_agent(episodes, store=False)
-    model_rtt = await model_round_trip(count)
+    ours, bare = await per_step_mini_agent(episodes, store=True)
+    ours_no_store, bare_no_store = await per_step_mini_agent(episodes, store=False)
     langchain = per_step_peer(peers, "langchain", episodes)
     smol = per_step_peer(peers, "smolagents", episodes)
-    floor = statistics.median(model_rtt)
-    sections.append("## 1. Overhead per agent step (20-step scripted episode, median ms per step)\n\n" + table(
-        ["system", "ms / step", "ms / step less the model server round trip"],
-        [["mini-agent daemon over stdio (store on: the default)", ms(ours), f"{(statistics.median(ours) - floor) * 1e3:.2f}"],
-         ["mini-agent daemon over stdio (store off)", ms(ours_no_store),
-          f"{(statistics.median(ours_no_store) - floor) * 1e3:.2f}"],
-         [f"LangChain {peers.versions['langchain']} `create_agent`, in process", ms(langchain), "—"],
-         [f"smolagents {peers.versions['smolagents']} `ToolCallingAgent`, in process", ms(smol), "—"],
-         ["(one bare request to the replayed model server, for reference)", ms(model_rtt), "—"]]))
+    title = "## 1. Overhead per agent step (20-step scripted episode, median ms per step)"
+    sections.append(f"{title}\n\n" + table(
+        ["system", "ms / step", "of which the model server could account for (a bare request, ms)"],
+        [["mini-agent: whole daemon over stdio, store on (the default)", ms(ours), ms(bare)],
+         ["mini-agent: whole daemon over stdio, store off", ms(ours_no_store), ms(bare_no_store)],
+         [f"LangChain {peers.versions['langchain']} `create_agent`, in process, fake model", ms(langchain),
+          "—"],
+         [f"smolagents {peers.versions['smolagents']} `ToolCallingAgent`, in process, fake model", ms(smol),
+          "—"]]))
 
     print("listTools round trips …", file=sys.stderr)
     trips = await list_tools_figures(peers, count)

@@ -73,3 +73,18 @@ def test_extension_builds_tests_and_packages() -> None:
     assert "extension/out/src/extension.js" in names
     assert "extension/node_modules/vscode-languageclient/package.json" in names
     assert not any(name.startswith("extension/out/test/") for name in names)
+
+
+def test_packaged_extension_in_real_vs_code() -> None:
+    """The .vsix installed in code-server (VS Code 1.100.3) with headless Chromium: it asks a question
+    and the trace view must have received the thought, the tool call, the real observation and the answer.
+    The script installs what it needs (apt, npm; cached between runs) and exits non-zero on any failure."""
+    if not VSIX.exists():
+        _check(_npm("run", "package", timeout=300), "vsce package")
+    env = {**os.environ, "MINI_AGENT_PYTHON": sys.executable}
+    result = subprocess.run(
+        ["bash", str(EXTENSION / "scripts" / "e2e-code-server.sh")], cwd=EXTENSION, env=env,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=1500,
+    )
+    _check(result, "code-server end-to-end")
+    assert "PASS:" in result.stdout, result.stdout[-4000:]

@@ -155,10 +155,12 @@ class Exchange:
     peer: str  # the client's address and port: the same one again means a kept-alive connection
     arrived: float
     answered: float | None = None
+    first_text: float | None = None  # when the first piece of reply text was written (streamed replies)
     status: int = 200
     aborted: bool = False  # the client hung up before the answer was complete
     prompt_tokens: int = 0
     cached_tokens: int = 0
+    completion_tokens: int = 0
 
 
 @dataclass(slots=True)
@@ -330,6 +332,7 @@ class ReplayServer:
         prompt = _prompt_tokens(body)
         completion = _TOKEN.findall(text) + _call_tokens(calls)
         exchange.prompt_tokens = len(prompt)
+        exchange.completion_tokens = len(completion)
         exchange.cached_tokens = self._cache(prompt, completion)
         usage = {
             "prompt_tokens": len(prompt),
@@ -411,6 +414,8 @@ class ReplayServer:
             if turn.chunk_delay and i:
                 await asyncio.sleep(turn.chunk_delay)
             if piece:
+                if exchange.first_text is None:
+                    exchange.first_text = time.monotonic()
                 await send(_delta({"content": piece}))
         for delta in _call_deltas(reply.calls):
             await send(_delta({"tool_calls": [delta]}))
