@@ -96,17 +96,19 @@ def pending_approval(pending: PendingApproval) -> dict[str, Any]:
 
 
 def session_summary(session: AgentSession) -> dict[str, Any]:
-    return {
-        "sessionId": session.session_id,
-        "task": session.task,
-        "status": session.status.value,
-        "stopReason": session.stop_reason.value if session.stop_reason else None,
-        "finalAnswer": session.final_answer,
-        "stepCount": len(session.steps),
-        "usage": usage(session.usage),
-        "createdAt": session.created_at,
-        "updatedAt": session.updated_at,
-    }
+    return session_row(
+        SessionRow(
+            session.session_id,
+            session.task,
+            session.status,
+            session.stop_reason,
+            session.final_answer,
+            len(session.steps),
+            session.usage,
+            session.created_at,
+            session.updated_at,
+        )
+    )
 
 
 def session_full(session: AgentSession) -> dict[str, Any]:
