@@ -144,3 +144,60 @@ async def test_twelve_step_history_is_a_byte_prefix_and_fully_cached(
             # everything the previous request sent (and got back) is cached in the next one
             assert current.cached_tokens > previous.prompt_tokens
     assert result["usage"]["cachedTokens"] == sum(e.cached_tokens for e in exchanges)
+
+
+STAMPED = '''
+import time
+from pathlib import Path
+
+def stamp(label: str, pause: float = 1.0) -> str:
+    """Record when this call started and ended."""
+    start = time.monotonic()
+    time.sleep(pause)
+    Path(label + ".stamp").write_text(f"{start} {time.monotonic()}")
+    return label
+'''
+
+
+@pytest.mark.asyncio
+async def test_two_native_calls_in_one_reply_run_concurrently_and_keep_their_order(
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
+    (workspace / "stamped.py").write_text(STAMPED)
+    calls = [{"name": "stamp", "arguments": {"label": label}} for label in ("first", "second")]
+    async with ReplayServer([{"tool_calls": calls}, {"content": "both done"}]) as model:
+        client = await daemon_factory(
+            {"llm": {"baseUrl": model.base_url, "toolMode": "native"}, "store": {"enabled": False}}
+        )
+        await client.request("agent/registerTool", {"path": "stamped.py"})
+        session_id = (await client.request("agent/startSession", {"task": "stamp twice"}))["sessionId"]
+        step = await client.request("agent/step", {"sessionId": session_id})
+        final = await client.request("agent/step", {"sessionId": session_id})
+        tool_messages = [m for m in model.requests[1]["messages"] if m["role"] == "tool"]
+    assert [o["output"] for o in step["observations"]] == ["first", "second"]
+    assert [m["content"] for m in tool_messages] == ["first", "second"]
+    assert [m["tool_call_id"] for m in tool_messages] == [c["id"] for c in step["toolCalls"]]
+    first, second = (
+        tuple(map(float, (workspace / f"{n}.stamp").read_text().split())) for n in ("first", "second")
+    )
+    assert first[0] < second[1] and second[0] < first[1]  # the two runs overlap in time
+    assert final["finalAnswer"] == "both done"
+
+
+@pytest.mark.asyncio
+async def test_a_model_that_repeats_itself_gets_one_note_then_the_session_stops(
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
+    repeat = action("count_file_lines", {"file_path": "schema.py"}, "Let me count again.")
+    async with ReplayServer({"turns": [repeat], "repeat_last": True}) as model:
+        client = await daemon_factory({"llm": {"baseUrl": model.base_url}, "store": {"enabled": False}})
+        await client.request("agent/registerTool", {"path": "tools.py"})
+        session_id = (await client.request("agent/startSession", {"task": "count"}))["sessionId"]
+        result = await client.request("agent/run", {"sessionId": session_id})
+        session = await client.request("agent/getSession", {"sessionId": session_id})
+    assert result["stopReason"] == "loop_detected" and result["status"] == "finished"
+    outputs = [s["observations"][0] for s in session["steps"]]
+    assert len(outputs) == 4
+    assert not outputs[0]["isError"] and outputs[0]["output"] == outputs[1]["output"]
+    assert outputs[2]["isError"] and "3 times in a row" in outputs[2]["output"]
+    assert len(model.requests) == 4
