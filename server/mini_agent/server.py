@@ -145,7 +145,7 @@ class AgentServer(LanguageServer):
             "mini-agent", __version__, protocol_cls=AgentProtocol, converter_factory=_dict_params_converter
         )
         self._daemon: Daemon | None = None
-        self._init_options: Any = None
+        self.init_options: Any = None
         self._init_error: str | None = None
         self.restoring: asyncio.Future[None] | None = None
         self.shutting_down = False
@@ -163,7 +163,7 @@ class AgentServer(LanguageServer):
         from .params import InitOptions, InvalidParams, parse
 
         try:
-            options = parse("initializationOptions", self._init_options, InitOptions)
+            options = parse("initializationOptions", self.init_options, InitOptions)
         except InvalidParams as exc:
             self._init_error = str(exc)
             raise JsonRpcInvalidParams(self._init_error) from None
@@ -215,7 +215,7 @@ def on_initialize(ls: AgentServer, params: types.InitializeParams) -> None:
     options = params.initialization_options
     if options is not None and not isinstance(options, dict):
         raise JsonRpcInvalidParams("initializationOptions must be an object")
-    ls._init_options = options
+    ls.init_options = options
 
 
 @server.feature(types.INITIALIZED)
