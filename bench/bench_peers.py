@@ -456,7 +456,13 @@ def machine() -> str:
                 if line.startswith("model name")), platform.processor())
     uname = subprocess.run(["uname", "-a"], capture_output=True, text=True, check=False).stdout.strip()
     return (f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC}\n- machine: `{uname}`\n"
-            f"- CPU: {cpu} ({os.cpu_count()} logical CPUs)\n- Python: {platform.python_version()}")
+            f"- CPU: {cpu} ({os.cpu_count()} logical CPUs)\n- Python: {platform.python_version()}\n"
+            f"- load average when the run began: {_load()}")
+
+
+def _load() -> str:
+    """The 1/5/15-minute load: on a shared machine, what says how far to trust the figures."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 async def measure(peers: Peers, quick: bool) -> str:
@@ -503,16 +509,18 @@ async def measure(peers: Peers, quick: bool) -> str:
              ["mini-agent, store off", f"{wall_no_store:.2f}", ideal, f"{efficiency_no_store:.0%}"]]))
 
     ours_step, lc_step = statistics.median(ours), statistics.median(langchain)
+    no_store_step = statistics.median(ours_no_store)
     pygls_start = statistics.median(s for s, _ in starts["minimal pygls"])
     ours_start = statistics.median(s for s, _ in starts["mini-agent"])
     ours_rss = statistics.median(r for _, r in starts["mini-agent"])
     targets = [
-        ["per-step overhead below LangChain's", f"{ours_step * 1e3:.2f} vs {lc_step * 1e3:.2f} ms",
-         _met(ours_step < lc_step)],
+        ["per-step overhead below LangChain's", f"{ours_step * 1e3:.2f} vs {lc_step * 1e3:.2f} ms "
+         f"(store off: {no_store_step * 1e3:.2f})", _met(ours_step < lc_step)],
         ["cold start within 10 % of minimal pygls", f"{ours_start * 1e3:.0f} vs {pygls_start * 1e3:.0f} ms "
          f"({(ours_start / pygls_start - 1) * 100:+.0f} %)", _met(ours_start <= pygls_start * 1.10)],
         ["idle RSS under 60 MiB", f"{ours_rss:.1f} MiB", _met(ours_rss < 60)],
-        ["concurrency efficiency ≥ 90 %", f"{efficiency:.0%}", _met(efficiency >= 0.90)],
+        ["concurrency efficiency ≥ 90 %", f"{efficiency:.0%} (store off: {efficiency_no_store:.0%})",
+         _met(efficiency >= 0.90)],
     ]
     sections.append("## Targets\n\n" + table(["target", "measured", "met"], targets))
     return "\n\n".join(sections) + "\n"
@@ -539,7 +547,7 @@ def main() -> int:
         return 2
     started = time.perf_counter()
     report = asyncio.run(measure(ensure_peers(), args.quick))
-    report += f"\n(whole run: {time.perf_counter() - started:.0f} s)\n"
+    report += f"\n(whole run: {time.perf_counter() - started:.0f} s; load average at the end: {_load()})\n"
     print(report)
     (HERE / "RESULTS.md").write_text(report)
     return 0

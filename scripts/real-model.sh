@@ -23,9 +23,9 @@ wheels="${MINI_AGENT_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/mini-agent/wheels}"
 [ -x "$py" ] || { echo "real-model.sh: no python at $py (create the venv first)" >&2; exit 2; }
 mkdir -p "$wheels"
 
-abi="$("$py" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+# The package loads llama.cpp with ctypes, so its wheel is tagged py3-none-<platform>: any Python 3 will do.
 find_wheel() {
-    find "$wheels" -maxdepth 1 -name "llama_cpp_python-${llama_version}-${abi}-*.whl" -print -quit
+    find "$wheels" -maxdepth 1 -name "llama_cpp_python-${llama_version}-py3-none-*_$(uname -m).whl" -print -quit
 }
 
 exec 9>"$wheels/.build.lock"
@@ -33,6 +33,7 @@ flock 9
 wheel="$(find_wheel)"
 if [ -z "$wheel" ]; then
     echo "real-model.sh: building llama-cpp-python ${llama_version} (several minutes, once per machine)" >&2
+    find "$wheels" -mindepth 1 -maxdepth 1 -type d -name '.build.*' -exec rm -rf {} +  # killed builds
     staging="$(mktemp -d "$wheels/.build.XXXXXX")"
     trap 'rm -rf "$staging"' EXIT
     started=$SECONDS
@@ -41,6 +42,7 @@ if [ -z "$wheel" ]; then
     mv "$staging"/llama_cpp_python-*.whl "$wheels/"
     echo "real-model.sh: built in $((SECONDS - started)) s" >&2
     wheel="$(find_wheel)"
+    [ -n "$wheel" ] || { echo "real-model.sh: the build left no wheel matching the expected name" >&2; exit 1; }
 fi
 flock -u 9
 

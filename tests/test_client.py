@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,16 @@ def options(model: ReplayServer, **llm: Any) -> dict[str, Any]:
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("ndjson", [False, True], ids=["lsp-framing", "ndjson"])
-async def test_run_streams_typed_events_then_the_result(ndjson: bool, workspace: Path) -> None:
+@pytest.mark.parametrize(("ndjson", "command"), [
+    (False, None),
+    (False, [sys.executable, "-m", "mini_agent_client.cli", "serve"]),
+    (True, None),
+], ids=["python-m-mini_agent", "mini-agent-serve", "mini-agent-serve-ndjson"])
+async def test_run_streams_typed_events_then_the_result(ndjson: bool, command: list[str] | None,
+                                                        workspace: Path) -> None:
     async with ReplayServer(SEED_SCRIPT) as model, AgentClient.spawn(
-            root=workspace, options=options(model), env=daemon_env(), ndjson=ndjson) as client:
+            root=workspace, options=options(model), env=daemon_env(), ndjson=ndjson,
+            command=command) as client:
         assert client.server_info["name"] == "mini-agent"
         assert "agent/run" in client.methods
         tools = await client.register_tool("tools.py")

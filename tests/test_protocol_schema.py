@@ -120,7 +120,7 @@ async def test_a_whole_session_fits_the_schema_in_both_directions(workspace: Pat
             assert {t["name"] for t in await client.list_tools()} >= {"ask_user", "count_file_lines"}
             native = await client.start_session("How long is the file the user means?",
                                                 llm={"toolMode": "native"})
-            result = await client.call("agent/run", {"sessionId": native, "workDoneToken": "bench-1"})
+            result = await client.call("agent/run", {"sessionId": native, "workDoneToken": "progress-1"})
             assert result["stopReason"] == "end_turn", result
             assert [p.get("name") or p["toolCall"]["name"] for p in asked] == ["ask_user", "count_file_lines"]
 

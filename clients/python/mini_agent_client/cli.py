@@ -62,12 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sessions = commands.add_parser("sessions", help="list, show, resume and approve stored sessions")
     sessions.add_argument("--status", choices=STATUSES)
-    sessions.add_argument("--json", action="store_true", help="print JSON")
+    _json_option(sessions)
     _root_option(sessions)
     actions = sessions.add_subparsers(dest="action")
     show = actions.add_parser("show", help="a session's steps")
     show.add_argument("session_id")
-    show.add_argument("--json", action="store_true", help="print the session as JSON")
+    _json_option(show)
     _root_option(show)
     resume = actions.add_parser("resume", help="run a stored session on")
     resume.add_argument("session_id")
@@ -81,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    """`--json` anywhere on the line; SUPPRESS keeps a subcommand from resetting its parent's value."""
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print JSON (for run commands: one event per line, NDJSON)")
+
+
 def _root_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, default=argparse.SUPPRESS,
                         help="the workspace (default: the current directory)")
@@ -91,7 +97,7 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible server (default: $OPENAI_BASE_URL)")
     parser.add_argument("--model", help="model name (default: $MINI_AGENT_MODEL)")
     parser.add_argument("--tool-mode", choices=["react", "native", "auto"])
-    parser.add_argument("--json", action="store_true", help="print one JSON event per line (NDJSON)")
+    _json_option(parser)
     parser.add_argument("--approve", choices=["ask", "all", "none"],
                         help="tools that need approval: ask in the terminal (default there), allow all, or "
                              "reject all (default without a terminal)")
@@ -106,6 +112,7 @@ def _positive(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.json = getattr(args, "json", False)
     if args.command == "serve":
         from mini_agent.server import main as serve
 
@@ -386,9 +393,8 @@ def _show_session(session: dict[str, Any], *, as_json: bool) -> None:
 
     from .render import LiveView, replay_session
 
-    console = Console()
-    console.print(f"[bold]task[/bold] {session.get('task')}")
-    view = LiveView(Console(force_terminal=False, no_color=not console.is_terminal))
+    view = LiveView(Console(), spinner=False)
+    view.console.print(f"[bold]task[/bold] {session.get('task')}")
     for event in replay_session(session):
         view.show(event)
 

@@ -62,13 +62,13 @@ class LiveView:
     Without a terminal (output piped) there is no spinner and the same lines are printed plainly.
     """
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, spinner: bool = True) -> None:
         self.console = console
         self._thought = ""
         self._step = 0
         self._activity = "waiting for the model"
         self._live: Live | None = None
-        if console.is_terminal:
+        if console.is_terminal and spinner:
             self._live = Live(self._spinner(), console=console, transient=True, refresh_per_second=12)
             self._live.start()
 
