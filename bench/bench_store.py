@@ -93,6 +93,9 @@ class TimedStore:
     def load(self, session_id: str) -> AgentSession | None:
         return self._timed("load", session_id, lambda: self.store.load(session_id))
 
+    def is_current(self, session: AgentSession) -> bool:
+        return self._timed("is_current", session.session_id, lambda: self.store.is_current(session))
+
     def acquire(self, session_id: str, owner: str) -> bool:
         self.step[session_id] = self.step.get(session_id, 0) + 1
         return self._timed("acquire", session_id, lambda: self.store.acquire(session_id, owner))
@@ -125,15 +128,15 @@ def checkpoint_table(incremental: TimedStore, whole: TimedStore, runs: int) -> N
           "(µs, median)")
     print(f"{'operation':<26}{'calls/step':>11}{'steps 1-5':>11}{'steps 16-20':>13}{'p95 all':>9}")
     rows = [(f"{op} (incremental)" if op == "save" else op, incremental, op)
-            for op in ("save", "acquire", "load", "release")]
+            for op in ("save", "acquire", "is_current", "load", "release")]
     rows.append(("save (whole session)", whole, "save"))
     for label, timed, op in rows:
         calls = [(step, t) for name, _, step, t in timed.calls if name == op and step]
         times = [t for _, t in calls]
         early = [t for step, t in calls if step <= 5]
         late = [t for step, t in calls if step > STEPS - 5]
-        p95 = statistics.quantiles(times, n=20)[-1] * 1e6
-        print(f"{label:<26}{len(calls) / (runs * STEPS):11.1f}{us(early):>11}{us(late):>13}{p95:9.0f}")
+        p95 = f"{statistics.quantiles(times, n=20)[-1] * 1e6:.0f}" if len(times) > 1 else "-"
+        print(f"{label:<26}{len(calls) / (runs * STEPS):11.1f}{us(early):>11}{us(late):>13}{p95:>9}")
     totals: dict[tuple[str, int], float] = {}
     for _, sid, step, seconds in incremental.calls:
         if step:
