@@ -414,7 +414,7 @@ async def test_cut_stream_after_text_is_an_llm_error_without_a_retry(client: Ope
     async with ReplayServer(script) as server:
         with pytest.raises(LLMError) as caught:
             await client.generate(HISTORY, [], config(server), lambda _: None)
-    assert "before the reply was finished" in str(caught.value)
+    assert "closed the stream mid-reply" in str(caught.value)
     assert len(server.requests) == 1  # text already went out: a retry would show it twice
 
 

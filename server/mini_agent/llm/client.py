@@ -300,9 +300,12 @@ class _StreamAssembler:
         return self._scanner.stopped
 
     def result(self) -> _Completion:
-        """The completion so far; raises `_StreamCut` when the server never said it was finished."""
-        if not (self._done or self._finish or self._scanner.stopped):
-            raise _StreamCut("the stream ended before the reply was finished (no finish_reason, no [DONE])")
+        """The completion so far; raises `_StreamCut` when the server never said it was finished.
+
+        `[DONE]` alone is not enough: llama.cpp sends it without a finish_reason when it drops a reply.
+        """
+        if not (self._finish or self._scanner.stopped):
+            raise _StreamCut("the server closed the stream mid-reply (no finish_reason)")
         self._emit(self._scanner.finish())
         calls = [
             _RawCall(slot["id"], slot["name"], "".join(slot["arguments"]))
