@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import datetime
 import json
@@ -101,7 +102,7 @@ def _tools_module() -> Any:
     """TOOLS_FILE as a real module: the peers read tool source and docstrings through `inspect`."""
     import importlib.util
 
-    path = Path(tempfile.mkdtemp(prefix="bench-tools-")) / "bench_tools.py"
+    path = _scratch_dir("bench-tools-") / "bench_tools.py"
     path.write_text(TOOLS_FILE)
     spec = importlib.util.spec_from_file_location("bench_tools", path)
     assert spec is not None and spec.loader is not None
@@ -266,8 +267,15 @@ async def model_server(latency: float, steps: int) -> AsyncIterator[str]:
         await process.wait()
 
 
+def _scratch_dir(prefix: str) -> Path:
+    """A temporary directory removed when this process exits."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 def workspace() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="mini-agent-bench-"))
+    root = _scratch_dir("mini-agent-bench-")
     (root / "bench_tools.py").write_text(TOOLS_FILE)
     return root
 

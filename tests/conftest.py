@@ -15,6 +15,8 @@ import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from .schema_check import FrameChecker, attach
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "server" / "mini_agent" / "examples" / "workspace"
 DAEMON = [sys.executable, "-m", "mini_agent"]
@@ -53,6 +55,7 @@ class AgentTestClient:
         self.tools_changed: list[dict[str, Any]] = []
         self.permission_answer: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.permission_requests: list[dict[str, Any]] = []
+        self.schema: FrameChecker | None = None
 
     async def request(self, method: str, params: Any) -> Any:
         return plain(await self.lsp.protocol.send_request_async(method, params))
@@ -65,6 +68,7 @@ async def start_daemon(workspace: Path, options: dict[str, Any]) -> tuple[Any, A
     config = ClientServerConfig(server_command=DAEMON, server_env=daemon_env())
     lsp = await config.start()
     client = AgentTestClient(lsp)
+    client.schema = attach(lsp.protocol, FrameChecker())  # every frame checked against the published schema
 
     @lsp.feature("agent/update")
     def on_update(params: Any) -> None:
@@ -104,3 +108,4 @@ async def daemon_factory(workspace: Path) -> AsyncIterator[Callable[..., Any]]:
     for client in started:
         if client.lsp._server.returncode is None:  # not already shut down by the test
             await client.lsp.shutdown_session()
+        assert client.schema is not None and client.schema.errors == [], "\n".join(client.schema.errors)

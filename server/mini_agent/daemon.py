@@ -6,6 +6,7 @@ server hands it two callables to reach the client with.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -60,6 +61,7 @@ class Daemon:
             store=self.store,
         )
         self._watchers: dict[str, list[Callable[[AgentUpdate], None]]] = {}
+        self._thought_parts: dict[tuple[str, int], list[str]] = {}
 
     def watch(self, session_id: str, callback: Callable[[AgentUpdate], None]) -> Callable[[], None]:
         """Also send a session's updates to `callback` (e.g. a $/progress reporter); returns the undo."""
@@ -113,13 +115,28 @@ class Daemon:
         """Replay a stored trajectory as agent/update notifications; returns how many were sent."""
         updates = self.runtime.replay(session_id)
         for update in updates:
-            self._on_update(update)
+            self._send(update)
         return len(updates)
 
     def _on_update(self, update: AgentUpdate) -> None:
-        self._notify(
-            "agent/update", {"sessionId": update.session_id, "step": update.step, "update": update.update}
-        )
+        """Thought deltas that arrive together (one network read often holds many SSE events) go out as
+        one notification at the next turn of the loop; anything else first flushes them, keeping order."""
+        if update.update["kind"] == "agent_thought_chunk":
+            if not self._thought_parts:
+                asyncio.get_running_loop().call_soon(self._flush_thoughts)
+            self._thought_parts.setdefault((update.session_id, update.step), []).append(update.update["text"])
+            return
+        self._flush_thoughts()
+        self._send(update)
+
+    def _flush_thoughts(self) -> None:
+        parts, self._thought_parts = self._thought_parts, {}
+        for (session_id, step), texts in parts.items():
+            self._send(AgentUpdate(session_id, step, {"kind": "agent_thought_chunk", "text": "".join(texts)}))
+
+    def _send(self, update: AgentUpdate) -> None:
+        params = {"sessionId": update.session_id, "step": update.step, "update": update.update}
+        self._notify("agent/update", params)
         for callback in list(self._watchers.get(update.session_id, ())):
             callback(update)
 

@@ -361,7 +361,7 @@ class AgentRuntime:
             for call in record.tool_calls:
                 self._emit(session, index, {"kind": "tool_call", **wire.tool_call_event(call, "pending")})
             self._check_loops(session, record)
-        self._checkpoint(session)
+        # no checkpoint here: the next one (before any tool runs, or the step's end) follows without an await
         return record
 
     def _check_loops(self, session: AgentSession, record: StepRecord) -> None:

@@ -114,7 +114,17 @@ class AgentProtocol(LanguageServerProtocol):
 
     def answer_error(self, msg_id: Any, error: JsonRpcException) -> None:
         """Answer with an error; `msg_id` may be None (JSON-RPC's id null, for unreadable messages)."""
-        self._send_response(msg_id, error=error.to_response_error())
+        if msg_id is None:  # pygls' converter would drop the null id the spec requires
+            self._send_data(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}}
+            )
+        else:
+            self._send_response(msg_id, error=error.to_response_error())
+
+    def notify_json(self, method: str, params: dict[str, Any]) -> None:
+        """A notification whose params are already plain JSON: skips pygls' attrs/cattrs round trip,
+        which costs more than everything else on the streaming path."""
+        self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
@@ -167,8 +177,9 @@ class AgentServer(LanguageServer):
         except InvalidParams as exc:
             self._init_error = str(exc)
             raise JsonRpcInvalidParams(self._init_error) from None
+        assert isinstance(self.protocol, AgentProtocol)
         return Daemon(
-            _workspace_root(self), options, notify=self.protocol.notify, request=self._client_request
+            _workspace_root(self), options, notify=self.protocol.notify_json, request=self._client_request
         )
 
     async def _client_request(self, method: str, params: dict[str, Any]) -> Any:

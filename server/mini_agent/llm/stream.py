@@ -70,6 +70,9 @@ class StopScanner:
 
     def __init__(self, stops: Sequence[str]) -> None:
         self._stops = tuple(s for s in stops if s)
+        # every proper prefix of a stop string: a tail in this set may still grow into a match
+        self._prefixes = frozenset(s[:k] for s in self._stops for k in range(1, len(s)))
+        self._longest = max((len(s) for s in self._stops), default=0)
         self._pending = ""
         self.stopped = False
 
@@ -104,10 +107,8 @@ class StopScanner:
         return min(found) if found else None
 
     def _earliest_partial(self, buf: str) -> int | None:
-        longest = max((len(s) for s in self._stops), default=0)
-        for i in range(max(0, len(buf) - longest + 1), len(buf)):
-            tail = buf[i:]
-            if any(len(s) > len(tail) and s.startswith(tail) for s in self._stops):
+        for i in range(max(0, len(buf) - self._longest + 1), len(buf)):
+            if buf[i:] in self._prefixes:
                 return i
         return None
 
