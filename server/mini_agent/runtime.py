@@ -8,10 +8,11 @@ in `server.py`, or a test with fakes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
@@ -258,39 +259,48 @@ class AgentRuntime:
     # -- stepping -------------------------------------------------------------------------------
 
     async def run(self, session_id: str, *, max_steps: int | None = None) -> RunSummary:
-        """Step until a stop reason; waits for approvals rather than returning on them."""
+        """Step until a stop reason; waits for approvals rather than returning on them. The lease is
+        held for the whole run, and a cancel ends the run."""
         steps_run = 0
-        while True:
-            record = await self.step(session_id, wait_for_approval=True)
-            steps_run += 1
-            session = self.get(session_id)
-            if record.stop_reason is not None:
-                return RunSummary(session, record, steps_run, record.stop_reason)
-            if max_steps is not None and steps_run >= max_steps:
-                return RunSummary(session, record, steps_run, StopReason.MAX_TURN_REQUESTS)
+        async with self._leased(session_id) as (session, flight):
+            while True:
+                record = await self._step(session, flight, wait_for_approval=True)
+                steps_run += 1
+                if record.stop_reason is not None:
+                    return RunSummary(session, record, steps_run, record.stop_reason)
+                if max_steps is not None and steps_run >= max_steps:
+                    return RunSummary(session, record, steps_run, StopReason.MAX_TURN_REQUESTS)
 
     async def step(self, session_id: str, *, wait_for_approval: bool = False) -> StepRecord:
+        async with self._leased(session_id) as (session, flight):
+            return await self._step(session, flight, wait_for_approval)
+
+    @contextlib.asynccontextmanager
+    async def _leased(self, session_id: str) -> AsyncIterator[tuple[AgentSession, _Flight]]:
+        """This daemon steps the session, and no other: a flight here, a lease in the store."""
         if session_id in self._flights:
             raise SessionBusy(session_id)
         session = self._take(session_id)
-        flight = self._flights[session_id] = _Flight()
-        started = time.perf_counter()
+        self._flights[session_id] = flight = _Flight()
         try:
-            try:
-                self._set_status(session, SessionStatus.RUNNING)
-                record = await self._advance(session, flight, wait_for_approval)
-            except _StepCancelled:
-                record = self._cancelled(session)
-            except LLMError as exc:
-                record = StepRecord(index=len(session.steps), stop_reason=StopReason.ERROR, error=str(exc))
-            finally:
-                del self._flights[session_id]
-            record.elapsed_ms += (time.perf_counter() - started) * 1000.0
-            self._conclude(session, record)
-            return record
+            yield session, flight
         finally:
+            del self._flights[session_id]
             if self._store is not None:
                 self._store.release(session_id, self.owner)
+
+    async def _step(self, session: AgentSession, flight: _Flight, wait_for_approval: bool) -> StepRecord:
+        started = time.perf_counter()
+        try:
+            self._set_status(session, SessionStatus.RUNNING)
+            record = await self._advance(session, flight, wait_for_approval)
+        except _StepCancelled:
+            record = self._cancelled(session)
+        except LLMError as exc:
+            record = StepRecord(index=len(session.steps), stop_reason=StopReason.ERROR, error=str(exc))
+        record.elapsed_ms += (time.perf_counter() - started) * 1000.0
+        self._conclude(session, record)
+        return record
 
     def _take(self, session_id: str) -> AgentSession:
         """Lease the session and read its latest state: another daemon may have stepped it meanwhile."""
