@@ -200,21 +200,24 @@ class AgentRuntime:
         return [available[name] for name in names]
 
     def get(self, session_id: str) -> AgentSession:
+        """The session's latest state: re-read from the store when another daemon wrote it since."""
         session = self._sessions.get(session_id)
-        if session is None and self._store is not None:
-            session = self._store.load(session_id)
-            if session is not None:
-                self._sessions[session_id] = session
+        stale = session is None or (self._store is not None and not self._store.is_current(session))
+        if self._store is not None and stale and session_id not in self._flights:
+            loaded = self._store.load(session_id)
+            if loaded is not None:
+                session = self._sessions[session_id] = loaded
         if session is None:
             raise UnknownSession(session_id)
         return session
 
     def resume(self, session_id: str) -> AgentSession:
         """Take a stored session up here (e.g. after a crash); stepping stays agent/step or agent/run."""
-        if session_id in self._flights:
-            return self.get(session_id)
-        session = self._take(session_id) if not self.get(session_id).finished else self.get(session_id)
-        if self._store is not None and not session.finished:
+        session = self.get(session_id)
+        if session.finished or session_id in self._flights:
+            return session
+        session = self._take(session_id)
+        if self._store is not None:
             self._store.release(session_id, self.owner)
         if session.status is SessionStatus.RUNNING:  # its daemon died mid-step; the next step goes on from it
             session.status = SessionStatus.READY
@@ -303,15 +306,11 @@ class AgentRuntime:
         return record
 
     def _take(self, session_id: str) -> AgentSession:
-        """Lease the session and read its latest state: another daemon may have stepped it meanwhile."""
+        """Lease the session, then read its latest state: another daemon may have stepped it meanwhile."""
+        self.get(session_id)  # an unknown session gets no lease row
+        if self._store is not None and not self._store.acquire(session_id, self.owner):
+            raise SessionBusy(session_id, " in another daemon")
         session = self.get(session_id)
-        if self._store is not None:
-            if not self._store.acquire(session_id, self.owner):
-                raise SessionBusy(session_id, " in another daemon")
-            if not self._store.is_current(session):
-                fresh = self._store.load(session_id)
-                if fresh is not None:
-                    session = self._sessions[session_id] = fresh
         if session.finished:
             if self._store is not None:
                 self._store.release(session_id, self.owner)
