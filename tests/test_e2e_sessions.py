@@ -124,7 +124,6 @@ async def test_kill_9_then_resume_matches_an_uninterrupted_run(
     async with ReplayServer(responder=by_history(TURNS)) as model:
         expected = await run_to_end(twin, model)
 
-    # one model server for both daemons: a session keeps the model settings it started with
     async with ReplayServer(responder=by_history(turns)) as model:
         if moment == "tool":
 
@@ -136,16 +135,18 @@ async def test_kill_9_then_resume_matches_an_uninterrupted_run(
                 return len(model.exchanges) >= 2
 
         session_id = await kill_during(jobs, model, when)
-        turns[1] = TURNS[1]
 
-        async with spawn(jobs, options(model)) as client:
-            tools = await client.list_tools()
-            assert {t["name"] for t in tools} == {"tally", "touch", "wipe"}  # registrations restored
-            resumed = await client.call("agent/resumeSession", {"sessionId": session_id})
-            assert resumed["status"] == "ready"
-            result = await client.call("agent/run", {"sessionId": session_id})
-            assert result["stopReason"] == "end_turn", result["error"]
-            session = await client.call("agent/getSession", {"sessionId": session_id})
+    # the new daemon meets the model at a new address: resumeSession takes the new settings
+    async with ReplayServer(responder=by_history(TURNS)) as model, spawn(jobs, options(model)) as client:
+        tools = await client.list_tools()
+        assert {t["name"] for t in tools} == {"tally", "touch", "wipe"}  # registrations restored
+        resumed = await client.call(
+            "agent/resumeSession", {"sessionId": session_id, "llm": {"baseUrl": model.base_url}}
+        )
+        assert resumed["status"] == "ready"
+        result = await client.call("agent/run", {"sessionId": session_id})
+        assert result["stopReason"] == "end_turn", result["error"]
+        session = await client.call("agent/getSession", {"sessionId": session_id})
     assert trajectory(session) == trajectory(expected)
     assert (jobs / "a.tally").read_text() == "|"  # the finished tool did not run twice
     assert (jobs / "b.tally").read_text() == "|"  # the interrupted idempotent one ran once to completion

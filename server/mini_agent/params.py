@@ -82,6 +82,10 @@ class SessionParams(Params):
     session_id: str = Field(min_length=1)
 
 
+class ResumeParams(SessionParams):
+    llm: LLMParams | None = None  # e.g. the model server moved since the session started
+
+
 class RunParams(SessionParams):
     max_steps: int | None = Field(default=None, ge=1, le=1000)
     work_done_token: int | str | None = None

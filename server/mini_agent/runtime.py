@@ -211,17 +211,20 @@ class AgentRuntime:
             raise UnknownSession(session_id)
         return session
 
-    def resume(self, session_id: str) -> AgentSession:
-        """Take a stored session up here (e.g. after a crash); stepping stays agent/step or agent/run."""
+    def resume(self, session_id: str, *, llm: LLMConfig | None = None) -> AgentSession:
+        """Take a stored session up here (e.g. after a crash), optionally with new model settings;
+        stepping stays agent/step or agent/run."""
         session = self.get(session_id)
         if session.finished or session_id in self._flights:
             return session
         session = self._take(session_id)
-        if self._store is not None:
-            self._store.release(session_id, self.owner)
         if session.status is SessionStatus.RUNNING:  # its daemon died mid-step; the next step goes on from it
             session.status = SessionStatus.READY
-            self._checkpoint(session)
+        if llm is not None:
+            session.config = session.config.with_overrides(llm=replace(llm, api_key=None))
+        self._checkpoint(session)
+        if self._store is not None:
+            self._store.release(session_id, self.owner)
         return session
 
     def sessions(self, *, status: str | None = None) -> list[AgentSession]:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         ListSessionsParams,
         NameParams,
         RegisterToolParams,
+        ResumeParams,
         RunParams,
         SessionParams,
         StartSessionParams,
@@ -508,11 +509,13 @@ async def list_sessions(daemon: Daemon, p: ListSessionsParams) -> dict[str, Any]
     return {"sessions": sessions, "total": total}
 
 
-@method("agent/resumeSession", "SessionParams")
-async def resume_session(daemon: Daemon, p: SessionParams) -> dict[str, Any]:
+@method("agent/resumeSession", "ResumeParams")
+async def resume_session(daemon: Daemon, p: ResumeParams) -> dict[str, Any]:
     from . import wire
 
-    return wire.session_full(daemon.runtime.resume(p.session_id))
+    session = daemon.runtime.get(p.session_id)
+    llm = p.llm.apply(session.config.llm) if p.llm is not None else None
+    return wire.session_full(daemon.runtime.resume(p.session_id, llm=llm))
 
 
 @method("agent/loadSession", "SessionParams")
