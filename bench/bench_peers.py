@@ -326,18 +326,33 @@ def per_step_peer(peers: Peers, role: str, episodes: int) -> list[float]:
     return times
 
 
-async def round_trips(command: list[str], method: str, init: dict[str, Any], *, ndjson: bool,
-                      setup: Callable[[Any], Awaitable[None]] | None = None, count: int) -> list[float]:
-    """Sequential `method` requests through the same client code (mini_agent_client.rpc) for every server."""
+@contextlib.asynccontextmanager
+async def connected(command: list[str], cwd: Path | str | None, *, ndjson: bool = False
+                    ) -> AsyncIterator[Any]:
+    """A server process and a JSON-RPC connection to it (mini_agent_client.rpc, the same client code
+    for every server); killed afterwards."""
     from mini_agent_client.rpc import Connection
 
     process = await asyncio.create_subprocess_exec(
         *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=daemon_env(), cwd=init.pop("_cwd", None))
+        stderr=asyncio.subprocess.DEVNULL, env=daemon_env(), cwd=cwd)
     assert process.stdin is not None and process.stdout is not None
     connection = Connection(process.stdout, process.stdin, ndjson=ndjson)
     connection.start()
     try:
+        yield process, connection
+    finally:
+        process.stdin.close()
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        await connection.close()
+
+
+async def round_trips(command: list[str], method: str, init: dict[str, Any], *, ndjson: bool,
+                      setup: Callable[[Any], Awaitable[None]] | None = None, count: int) -> list[float]:
+    """Sequential `method` requests, after initialize (and `setup`)."""
+    async with connected(command, init.pop("_cwd", None), ndjson=ndjson) as (_, connection):
         await connection.request("initialize", init)
         await connection.notify("notifications/initialized" if ndjson else "initialized", {})
         if setup is not None:
@@ -348,12 +363,6 @@ async def round_trips(command: list[str], method: str, init: dict[str, Any], *, 
             await connection.request(method, {})
             times.append(time.perf_counter() - started)
         return times[count // 10:]
-    finally:
-        process.stdin.close()
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        await connection.close()
 
 
 def lsp_init(root: Path) -> dict[str, Any]:
@@ -386,27 +395,13 @@ async def list_tools_figures(peers: Peers, count: int) -> dict[str, list[float]]
 
 async def cold_start(command: list[str], root: Path) -> tuple[float, float]:
     """(seconds from spawn to the initialize answer, RSS in MiB once initialized and idle)."""
-    from mini_agent_client.rpc import Connection
-
     started = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=daemon_env(), cwd=root)
-    assert process.stdin is not None and process.stdout is not None
-    connection = Connection(process.stdout, process.stdin)
-    connection.start()
-    try:
+    async with connected(command, root) as (process, connection):
         await connection.request("initialize", {k: v for k, v in lsp_init(root).items() if k != "_cwd"})
         elapsed = time.perf_counter() - started
         await connection.notify("initialized", {})
         await asyncio.sleep(1.0)
         return elapsed, rss_mib(process.pid)
-    finally:
-        process.stdin.close()
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        await connection.close()
 
 
 async def cold_start_figures(peers: Peers, runs: int) -> dict[str, list[tuple[float, float]]]:
