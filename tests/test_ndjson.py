@@ -96,8 +96,5 @@ def test_ndjson_over_a_shell_pipe_with_python_checks(workspace: Path) -> None:
 
 
 def test_ndjson_over_a_shell_pipe_with_jq(workspace: Path) -> None:
-    if shutil.which("jq") is None:
-        import pytest
-
-        pytest.skip("jq is not installed")
+    assert shutil.which("jq") is not None, "jq is missing: scripts/test.sh installs it (apt-get install jq)"
     check_transcript(workspace, run_driver(workspace, use_jq=True))
