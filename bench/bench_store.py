@@ -79,15 +79,18 @@ class TimedStore:
         self.reload_ms: dict[str, float] = {}
 
     def _timed(self, operation: str, session_id: str, call: Callable[[], T]) -> T:
+        """Saves belong to the step the session is in; lease calls (once per run) to the step about to run."""
+        step = self.step.get(session_id, 0) + (operation != "save")
         started = time.perf_counter()
         result = call()
         elapsed = time.perf_counter() - started
-        self.calls.append((operation, session_id, self.step.get(session_id, 0), elapsed))
+        self.calls.append((operation, session_id, step, elapsed))
         return result
 
     def save(self, session: AgentSession) -> None:
         if self.forget:
             self.store._written.clear()
+        self.step[session.session_id] = len(session.steps)
         self._timed("save", session.session_id, lambda: self.store.save(session))
 
     def load(self, session_id: str) -> AgentSession | None:
@@ -97,7 +100,6 @@ class TimedStore:
         return self._timed("is_current", session.session_id, lambda: self.store.is_current(session))
 
     def acquire(self, session_id: str, owner: str) -> bool:
-        self.step[session_id] = self.step.get(session_id, 0) + 1
         return self._timed("acquire", session_id, lambda: self.store.acquire(session_id, owner))
 
     def release(self, session_id: str, owner: str) -> bool:

@@ -227,6 +227,31 @@ def test_rewritten_history_and_foreign_writers_are_stored_whole(store: SqliteSto
     assert store.load("sess_1") == session
 
 
+def test_changes_deep_inside_setup_or_the_newest_step_are_not_missed(store: SqliteStore, db: Path) -> None:
+    session = rich()
+    store.save(session)
+    statements = trace(store)
+
+    def save() -> list[str]:
+        statements.clear()
+        store.save(session)
+        return kinds(statements)
+
+    session.config = AgentConfig(llm=session.config.llm, max_steps=7, system_prompt="Be brief.")
+    assert save() == []  # an equal copy of the setup is no change
+    call = ToolCall("c9", "read_file", {"path": "a"})
+    session.steps.append(StepRecord(2, tool_calls=[call]))
+    assert save() == ["BEGIN", "UPDATE sessions", "INSERT steps", "COMMIT"]
+    call.arguments["path"] = "b"  # in place, deep inside a frozen ToolCall of the newest step
+    assert save() == ["BEGIN", "INSERT steps", "COMMIT"]
+    session.tools.append(ToolSpec("late", "Added in place.", {"type": "object"}))
+    assert save()[:2] == ["BEGIN", "INSERT sessions"]  # a new setup: stored whole
+    session.config = session.config.with_overrides(max_steps=8)
+    assert save()[:2] == ["BEGIN", "INSERT sessions"]
+    with SqliteStore(db) as other:
+        assert other.load(session.session_id) == session
+
+
 def test_is_current_says_when_a_reload_would_change_nothing(store: SqliteStore, db: Path) -> None:
     session = rich()
     assert not store.is_current(session)  # never written

@@ -268,15 +268,17 @@ class SqliteStore:
         with self._transaction(f"saving session {sid}") as conn:
             if mark is not None and not _update_header(conn, header, mark.header):
                 mark = None  # the row was deleted meanwhile
+                steps, last_step = _step_rows(session, None)
             if mark is None:
                 setup = (_dumps(session.config), _dumps(session.tools))
                 conn.execute(UPSERT_SESSION, (*header[:-1], *setup, sid))
                 conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
                 conn.execute("DELETE FROM steps WHERE session_id = ?", (sid,))
-                steps, last_step = _step_rows(session, None)
             first = 0 if mark is None else mark.messages
-            conn.executemany(INSERT_MESSAGE, _message_rows(sid, session.messages, first))
-            conn.executemany(UPSERT_STEP, steps)
+            if first < len(session.messages):
+                conn.executemany(INSERT_MESSAGE, _message_rows(sid, session.messages, first))
+            if steps:
+                conn.executemany(UPSERT_STEP, steps)
             version = _data_version(conn)
         self._remember(session, header, last_step, version)
 
@@ -461,7 +463,8 @@ def _update_header(conn: sqlite3.Connection, header: tuple[Any, ...], before: tu
 
 def _continues(session: AgentSession, mark: _Written) -> bool:
     return (len(session.messages) >= mark.messages and len(session.steps) >= mark.steps
-            and session.config == mark.config and session.tools == mark.tools)
+            and (session.config is mark.config or session.config == mark.config)
+            and session.tools == mark.tools)  # a list compares its items by identity first
 
 
 def _unchanged(session: AgentSession, mark: _Written, header: tuple[Any, ...], steps: list[Any]) -> bool:
@@ -482,7 +485,7 @@ def _step_rows(session: AgentSession, mark: _Written | None) -> tuple[list[tuple
 
 
 def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    return hashlib.sha256(text.encode()).digest()  # twice blake2b's speed on CPUs with SHA instructions
 
 
 def _text(value: str | None) -> str | bytes | None:
@@ -562,12 +565,35 @@ Decoder = Callable[[Any], Any]
 _DECODERS: dict[Any, Decoder] = {}
 
 
+def _default(value: Any) -> Any:
+    """What JSON holds for a value the json module cannot write itself: an enum its value, a set its
+    items sorted, a dataclass an object of its fields. The json module's C encoder walks the rest."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, set | frozenset):
+        return sorted(_encode(item) for item in value)
+    kind = type(value)
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(f.name for f in fields(value))  # TypeError for anything else
+    return {name: getattr(value, name) for name in names}
+
+
+# check_circular is off: history holds no cycles, and one would still end in RecursionError.
+_RAW = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default, check_circular=False)
+_ESCAPED = json.JSONEncoder(separators=(",", ":"), default=_default, check_circular=False)
+
+
+_EMPTY: dict[type, str] = {dict: "{}", list: "[]"}  # a session's decisions and approvals, nearly always
+
+
 def _dumps(value: Any) -> str:
-    data = _encode(value)
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if not value and type(value) in _EMPTY:
+        return _EMPTY[type(value)]
+    text = _RAW.encode(value)
     if _text(text) is text:
         return text
-    return json.dumps(data, separators=(",", ":"))  # \udc80 escapes survive where raw surrogates cannot
+    return _ESCAPED.encode(value)  # \udc80 escapes survive where raw surrogates cannot
 
 
 def _loads(kind: Any, text: str) -> Any:
@@ -578,21 +604,14 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def _encode(value: Any) -> Any:
+    """The JSON value `_dumps` writes for `value`, as Python data: a set sorts its items by it."""
     if type(value) in _PLAIN:  # exact types: an enum member is never plain
         return value
-    if isinstance(value, Enum):
-        return value.value
     if isinstance(value, dict):
         return {key: _encode(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_encode(item) for item in value]
-    if isinstance(value, set | frozenset):
-        return sorted(_encode(item) for item in value)
-    kind = type(value)
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = _FIELDS[kind] = tuple(f.name for f in fields(value))  # TypeError for anything else
-    return {name: _encode(getattr(value, name)) for name in names}
+    return _encode(_default(value))
 
 
 def _same(value: Any) -> Any:
