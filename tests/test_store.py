@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -108,6 +108,18 @@ def trace(store: SqliteStore) -> list[str]:
     return statements
 
 
+def traced_saves(store: SqliteStore, session: AgentSession) -> tuple[Callable[[], list[str]], list[str]]:
+    """A save of `session` that returns the kinds of statements it ran (the raw ones stay in the list)."""
+    statements = trace(store)
+
+    def save() -> list[str]:
+        statements.clear()
+        store.save(session)
+        return kinds(statements)
+
+    return save, statements
+
+
 def kinds(statements: Sequence[str]) -> list[str]:
     """'INSERT messages', 'UPDATE sessions', 'BEGIN', … — enough to see what a save wrote (PRAGMAs
     only read)."""
@@ -168,12 +180,7 @@ def test_any_text_and_float_round_trip(texts: list[str], elapsed: float) -> None
 def test_each_checkpoint_writes_only_what_changed(store: SqliteStore, db: Path) -> None:
     session = fresh()
     store.save(session)
-    statements = trace(store)
-
-    def save() -> list[str]:
-        statements.clear()
-        store.save(session)
-        return kinds(statements)
+    save, statements = traced_saves(store, session)
 
     for k in range(6):  # the runtime's pattern; later steps must cost what the first did
         call = ToolCall(f"c{k}", "read_file", {"path": f"f{k}"})
@@ -230,12 +237,7 @@ def test_rewritten_history_and_foreign_writers_are_stored_whole(store: SqliteSto
 def test_changes_deep_inside_setup_or_the_newest_step_are_not_missed(store: SqliteStore, db: Path) -> None:
     session = rich()
     store.save(session)
-    statements = trace(store)
-
-    def save() -> list[str]:
-        statements.clear()
-        store.save(session)
-        return kinds(statements)
+    save, _ = traced_saves(store, session)
 
     session.config = AgentConfig(llm=session.config.llm, max_steps=7, system_prompt="Be brief.")
     assert save() == []  # an equal copy of the setup is no change
@@ -279,7 +281,7 @@ async def test_runtime_checkpoints_reload_exactly_and_write_each_message_once(db
     session = runtime.start_session("count")
     summary = await runtime.run(session.session_id)
     assert summary.stop_reason is StopReason.END_TURN
-    session = summary.session  # the runtime reloads the session from the store at every step
+    session = summary.session
     assert kinds(statements).count("INSERT messages") == len(session.messages)
     assert sum(sql.startswith("BEGIN") for sql in statements) == statements.count("COMMIT")
     with SqliteStore(db) as other:
