@@ -4,7 +4,8 @@
 #
 #   scripts/real-model.sh [VENV]          VENV defaults to the repository's .venv
 #
-# PyPI only has llama-cpp-python's source, so pip compiles llama.cpp (minutes). The wheel is built once per
+# PyPI only has llama-cpp-python's source, so pip compiles llama.cpp (minutes) unless a prebuilt wheel lies
+# in ../shared/wheels. The wheel is built once per
 # machine and kept outside the repository; later runs only install it (seconds). Safe to run repeatedly and
 # concurrently (a lock serialises builds).
 #
@@ -27,6 +28,13 @@ mkdir -p "$wheels"
 find_wheel() {
     find "$wheels" -maxdepth 1 -name "llama_cpp_python-${llama_version}-py3-none-*_$(uname -m).whl" -print -quit
 }
+
+# A prebuilt wheel beside the checkout (../shared/wheels, read-only) saves the compile; it is only read.
+shared_wheels="${MINI_AGENT_SHARED_WHEELS:-$root/../shared/wheels}"
+if [ -z "$(find_wheel)" ] && [ -d "$shared_wheels" ]; then
+    prebuilt="$(find "$shared_wheels" -maxdepth 1 -name "llama_cpp_python-${llama_version}-py3-none-*_$(uname -m).whl" -print -quit)"
+    [ -n "$prebuilt" ] && cp "$prebuilt" "$wheels/" && echo "real-model.sh: using prebuilt $prebuilt" >&2
+fi
 
 exec 9>"$wheels/.build.lock"
 flock 9
