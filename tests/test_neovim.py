@@ -93,12 +93,13 @@ def _replay(script: Path, env: dict[str, str], log: Path) -> Iterator[str]:
                 proc.wait()
 
 
-@pytest.mark.parametrize("lua", sorted(LUA_TESTS.glob("test_*.lua")), ids=lambda path: path.stem)
-def test_neovim(lua: Path, tmp_path: Path) -> None:
+def _run_nvim(lua: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run one Lua test file; it must pass, and every daemon it started must be gone once nvim has exited."""
     nvim = _nvim()
     env = _env(tmp_path)
     root = _workspace(tmp_path)
-    env.update(MINI_AGENT_TEST_ROOT=str(root), MINI_AGENT_TEST_PYTHON=sys.executable)
+    pids = tmp_path / "daemon.pids"
+    env.update(MINI_AGENT_TEST_ROOT=str(root), MINI_AGENT_TEST_PYTHON=sys.executable, MINI_AGENT_TEST_PIDS=str(pids))
     script = lua.with_suffix(".json")
     with _replay(script, env, tmp_path / "replay.log") if script.exists() else _no_server() as url:
         env["MINI_AGENT_TEST_BASE_URL"] = url
@@ -117,6 +118,36 @@ def test_neovim(lua: Path, tmp_path: Path) -> None:
     output = f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
     assert result.returncode == 0, f"{lua.name} failed (exit {result.returncode})\n{output}"
     assert "PASS" in result.stdout, output
+    alive = [pid for pid in _recorded_pids(pids) if _alive(pid)]
+    assert not alive, f"daemons still running after nvim exited: {alive}\n{output}"
+    return result
+
+
+def _recorded_pids(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("lua", sorted(LUA_TESTS.glob("test_*.lua")), ids=lambda path: path.stem)
+def test_neovim(lua: Path, tmp_path: Path) -> None:
+    _run_nvim(lua, tmp_path)
+
+
+def test_quit_stops_the_daemon(tmp_path: Path) -> None:
+    """Quitting with the daemon running and tools registered: the plugin sends shutdown and exit and
+    waits for the daemon, so it exits with 0 before Neovim does, and the plugin logs no error."""
+    _run_nvim(LUA_TESTS / "quit.lua", tmp_path)
+    assert _recorded_pids(tmp_path / "daemon.pids"), "quit.lua started no daemon"
+    log = (tmp_path / "xdg" / "state" / "nvim" / "mini-agent.log").read_text()
+    assert "daemon exited (code 0, signal 0)" in log, log
+    assert not re.search(r"ERROR|Traceback|BrokenPipeError|Unclosed", log), log
 
 
 @contextmanager

@@ -14,9 +14,10 @@ function M.load_plugin()
   vim.cmd('runtime plugin/mini_agent.lua')
 end
 
---- The daemon from the source tree (PYTHONPATH comes from the test's environment).
+--- The daemon from the source tree (PYTHONPATH comes from the test's environment), through a shell
+--- that first appends the daemon's pid to $MINI_AGENT_TEST_PIDS: the runner checks each is gone.
 function M.daemon_cmd()
-  return { M.python, '-m', 'mini_agent' }
+  return { 'sh', '-c', 'echo $$ >>"$MINI_AGENT_TEST_PIDS" && exec "$@"', 'sh', M.python, '-m', 'mini_agent' }
 end
 
 ---@param what string
@@ -100,7 +101,9 @@ local function stop_daemons()
 end
 
 --- Run a test body; exit 0 when it passes, 1 (with the trace and the log) when it fails.
-function M.run(body)
+--- `opts.quit_running`: quit with the daemons still running, as a user does (the plugin stops them).
+---@param opts {quit_running: boolean?}?
+function M.run(body, opts)
   local ok, err = xpcall(body, debug.traceback)
   if not ok then
     io.stderr:write('FAIL: ' .. tostring(err) .. '\n--- trace buffer ---\n' .. M.trace_text() .. '\n')
@@ -110,7 +113,9 @@ function M.run(body)
       io.stderr:write('--- daemon log (tail) ---\n' .. table.concat(vim.fn.readfile(path, '', -40), '\n') .. '\n')
     end
   end
-  pcall(stop_daemons)
+  if not (ok and opts and opts.quit_running) then
+    pcall(stop_daemons)
+  end
   if ok then
     io.stdout:write('PASS\n')
     vim.cmd('qall!')
