@@ -24,7 +24,7 @@ local M = {}
 ---@field store table? session store options (`path`, `enabled`)
 ---@field log_level string the daemon's log level (MINI_AGENT_LOG)
 ---@field log_file string? where the daemon's log goes; nil: stdpath('log')/mini-agent.log
----@field notify boolean notify on approvals, answers and failures
+---@field notify boolean notify answers (trace hidden) and runs that end without one
 ---@field trace mini_agent.TraceOptions
 
 ---@type mini_agent.Options

@@ -26,11 +26,10 @@ local HIGHLIGHTS = {
   MiniAgentFold = 'Folded',
 }
 
+local ENDS = { end_turn = '■ done', cancelled = '■ cancelled' }
 local STOPS = {
-  end_turn = 'done',
-  cancelled = 'cancelled',
-  max_turn_requests = 'stopped: the step budget is used up',
-  loop_detected = 'stopped: the same tool call repeated (loop detected)',
+  max_turn_requests = 'the step budget is used up',
+  loop_detected = 'the same tool call repeated (loop detected)',
 }
 
 ---@class mini_agent.TraceState
@@ -312,6 +311,17 @@ local function usage(update)
   add({ line }, 'MiniAgentUsage')
 end
 
+--- Why a run stopped short of an answer, in words (for the trace and the failure notifications).
+---@param reason string a stopReason
+---@param message string? the daemon's message (for "error")
+---@return string
+function M.stop_text(reason, message)
+  if reason == 'error' then
+    return tostring(message or 'the model server failed')
+  end
+  return STOPS[reason] or reason
+end
+
 local function status(sid, update)
   if update.status == 'awaiting_approval' then
     header(sid)
@@ -319,11 +329,9 @@ local function status(sid, update)
   elseif update.stopReason then
     header(sid)
     local reason = update.stopReason
-    local text = STOPS[reason] or ('stopped: ' .. reason)
-    if reason == 'error' then
-      text = 'error: ' .. tostring(update.message or 'the model server failed')
-    end
-    add({ '■ ' .. text }, reason == 'error' and 'MiniAgentError' or 'MiniAgentStatus')
+    local line = ENDS[reason]
+      or ('■ %s: %s'):format(reason == 'error' and 'error' or 'stopped', M.stop_text(reason, update.message))
+    add({ line }, reason == 'error' and 'MiniAgentError' or 'MiniAgentStatus')
   end
 end
 
