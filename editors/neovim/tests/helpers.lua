@@ -35,6 +35,44 @@ function M.trace_text()
   return buf and table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') or ''
 end
 
+--- What a window shows of its buffer: a closed fold is its one fold line ('foldtext').
+---@param win integer
+---@return string[]
+function M.visible_lines(win)
+  return vim.api.nvim_win_call(win, function()
+    local shown, lnum = {}, 1
+    while lnum <= vim.fn.line('$') do
+      if vim.fn.foldclosed(lnum) == -1 then
+        table.insert(shown, vim.fn.getline(lnum))
+        lnum = lnum + 1
+      else
+        table.insert(shown, vim.fn.foldtextresult(lnum))
+        lnum = vim.fn.foldclosedend(lnum) + 1
+      end
+    end
+    return shown
+  end)
+end
+
+--- How many times `needle` occurs in the lines (plain text).
+---@param lines string[]
+---@param needle string
+---@return integer
+function M.occurrences(lines, needle)
+  local count = 0
+  for _, line in ipairs(lines) do
+    local from = 1
+    while true do
+      local _, finish = line:find(needle, from, true)
+      if not finish then
+        break
+      end
+      count, from = count + 1, finish + 1
+    end
+  end
+  return count
+end
+
 --- Assert `needle` occurs in `haystack` (plain text) after position `from`; returns where it ends.
 ---@return integer
 function M.find(haystack, needle, from)

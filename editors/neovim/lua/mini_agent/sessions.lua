@@ -72,13 +72,8 @@ local function on_status(session, step, update)
   local data = { sessionId = session.id, step = step, status = update.status, stopReason = update.stopReason }
   M.fire('MiniAgentStatus', data)
   if update.status == 'awaiting_approval' then
-    local waiting = vim.tbl_values(session.calls)
-    local names = vim.tbl_map(function(call)
-      return call.name
-    end, waiting)
-    local text = ('session %s waits for approval of %s'):format(trace.short(session.id), table.concat(names, ', '))
-    notify(text, vim.log.levels.WARN)
-    M.fire('MiniAgentAwaitingApproval', vim.tbl_extend('force', data, { toolCalls = waiting }))
+    -- no notification: the approval prompt (agent/requestPermission) comes at the same moment
+    M.fire('MiniAgentAwaitingApproval', vim.tbl_extend('force', data, { toolCalls = vim.tbl_values(session.calls) }))
   elseif update.stopReason == 'end_turn' then
     M.fire('MiniAgentAnswer', { sessionId = session.id, answer = table.concat(session.answer) })
   end
