@@ -114,7 +114,7 @@ local function spawn(root)
     cmd_cwd = root,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    init_options = config.init_options(),
+    init_options = config.init_options(root),
     handlers = handlers(),
     on_init = function(client, result)
       daemon.ready = true

@@ -25,6 +25,7 @@ local M = {}
 ---@field log_level string the daemon's log level (MINI_AGENT_LOG)
 ---@field log_file string? where the daemon's log goes; nil: stdpath('log')/mini-agent.log
 ---@field notify boolean notify answers (trace hidden) and runs that end without one
+---@field trust_workspace boolean|fun(root: string): boolean may the daemon run the workspace's code at start
 ---@field trace mini_agent.TraceOptions
 
 ---@type mini_agent.Options
@@ -41,6 +42,7 @@ M.defaults = {
   log_level = 'INFO',
   log_file = nil,
   notify = true,
+  trust_workspace = false,
   trace = {
     open = true,
     position = 'right',
@@ -55,6 +57,9 @@ local POSITIONS = { right = true, left = true, above = true, below = true }
 
 ---@type mini_agent.Options?
 local current = nil
+
+---@type table<string, true> roots trusted with :MiniAgentTrust in this Neovim
+local trusted = {}
 
 local check = vim.validate
 
@@ -92,6 +97,7 @@ local function validate(opts)
   check('log_level', opts.log_level, 'string')
   check('log_file', opts.log_file, 'string', true)
   check('notify', opts.notify, 'boolean')
+  check('trust_workspace', opts.trust_workspace, { 'boolean', 'function' })
   check('trace', opts.trace, 'table')
   check('trace.open', opts.trace.open, 'boolean')
   check('trace.position', opts.trace.position, function(v)
@@ -187,9 +193,27 @@ function M.compact(values)
   return not vim.tbl_isempty(out) and out or nil
 end
 
---- initializationOptions for the daemon: the wire options that are set, nil when none are.
----@return table?
-function M.init_options()
+--- Remember that the user trusted a root, so that a daemon started again for it starts trusted.
+---@param root string
+function M.trust(root)
+  trusted[root] = true
+end
+
+--- Whether the daemon for `root` may import the workspace's files when it starts.
+---@param root string
+---@return boolean
+function M.trusted(root)
+  local option = M.get().trust_workspace
+  if type(option) == 'function' then
+    option = option(root)
+  end
+  return option == true or trusted[root] == true
+end
+
+--- initializationOptions for the daemon of `root`: the wire options that are set.
+---@param root string
+---@return table
+function M.init_options(root)
   local opts = M.get()
   local llm = vim.deepcopy(opts.llm)
   if llm.apiKey == nil and vim.env.OPENAI_API_KEY and vim.env.OPENAI_API_KEY ~= '' then
@@ -201,7 +225,8 @@ function M.init_options()
     systemPrompt = opts.systemPrompt,
     tools = opts.tools,
     store = opts.store,
-  })
+    workspaceTrusted = M.trusted(root),
+  }) --[[@as table]]
 end
 
 ---@return string

@@ -140,6 +140,11 @@ function M.check()
   health.start('mini-agent: daemon')
   local root = config.root()
   health.info('workspace root: ' .. root)
+  if config.trusted(root) then
+    health.info('trusted: the daemon restores the stored tool registrations when it starts')
+  else
+    health.info('not trusted: stored tool registrations wait for :MiniAgentTrust (or the trust_workspace option)')
+  end
   local cmd, why = config.cmd(root)
   if not cmd then
     health.error(why, {
@@ -169,7 +174,7 @@ function M.check()
   check_python(cmd)
 
   health.start('mini-agent: model server')
-  local llm = (config.init_options() or {}).llm or {}
+  local llm = config.init_options(root).llm or {}
   health.info(('baseUrl: %s, model: %s, toolMode: %s, API key: %s'):format(
     llm.baseUrl or '(daemon default)',
     llm.model or '(daemon default)',
