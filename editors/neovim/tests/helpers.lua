@@ -14,9 +14,10 @@ function M.load_plugin()
   vim.cmd('runtime plugin/mini_agent.lua')
 end
 
---- The daemon from the source tree (PYTHONPATH comes from the test's environment).
+--- The daemon from the source tree (PYTHONPATH comes from the test's environment), through a shell
+--- that first appends the daemon's pid to $MINI_AGENT_TEST_PIDS: the runner checks each is gone.
 function M.daemon_cmd()
-  return { M.python, '-m', 'mini_agent' }
+  return { 'sh', '-c', 'echo $$ >>"$MINI_AGENT_TEST_PIDS" && exec "$@"', 'sh', M.python, '-m', 'mini_agent' }
 end
 
 ---@param what string
@@ -32,6 +33,44 @@ function M.trace_text()
   local trace = package.loaded['mini_agent.trace']
   local buf = trace and trace.bufnr()
   return buf and table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') or ''
+end
+
+--- What a window shows of its buffer: a closed fold is its one fold line ('foldtext').
+---@param win integer
+---@return string[]
+function M.visible_lines(win)
+  return vim.api.nvim_win_call(win, function()
+    local shown, lnum = {}, 1
+    while lnum <= vim.fn.line('$') do
+      if vim.fn.foldclosed(lnum) == -1 then
+        table.insert(shown, vim.fn.getline(lnum))
+        lnum = lnum + 1
+      else
+        table.insert(shown, vim.fn.foldtextresult(lnum))
+        lnum = vim.fn.foldclosedend(lnum) + 1
+      end
+    end
+    return shown
+  end)
+end
+
+--- How many times `needle` occurs in the lines (plain text).
+---@param lines string[]
+---@param needle string
+---@return integer
+function M.occurrences(lines, needle)
+  local count = 0
+  for _, line in ipairs(lines) do
+    local from = 1
+    while true do
+      local _, finish = line:find(needle, from, true)
+      if not finish then
+        break
+      end
+      count, from = count + 1, finish + 1
+    end
+  end
+  return count
 end
 
 --- Assert `needle` occurs in `haystack` (plain text) after position `from`; returns where it ends.
@@ -100,7 +139,9 @@ local function stop_daemons()
 end
 
 --- Run a test body; exit 0 when it passes, 1 (with the trace and the log) when it fails.
-function M.run(body)
+--- `opts.quit_running`: quit with the daemons still running, as a user does (the plugin stops them).
+---@param opts {quit_running: boolean?}?
+function M.run(body, opts)
   local ok, err = xpcall(body, debug.traceback)
   if not ok then
     io.stderr:write('FAIL: ' .. tostring(err) .. '\n--- trace buffer ---\n' .. M.trace_text() .. '\n')
@@ -110,7 +151,9 @@ function M.run(body)
       io.stderr:write('--- daemon log (tail) ---\n' .. table.concat(vim.fn.readfile(path, '', -40), '\n') .. '\n')
     end
   end
-  pcall(stop_daemons)
+  if not (ok and opts and opts.quit_running) then
+    pcall(stop_daemons)
+  end
   if ok then
     io.stdout:write('PASS\n')
     vim.cmd('qall!')

@@ -2,9 +2,11 @@
 -- the tool and its full arguments to vim.ui.select. "Allow once" (answered at once, as the built-in
 -- select does) runs the tool; "Reject" (answered later, as pickers do) does not. A prompt left
 -- unanswered leaves the session waiting; :MiniAgentApprovals then finds the call and decides it.
+-- The prompt is the only notice of a waiting call (no warning besides it), and a rejection is one
+-- line of the trace.
 local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
 
-local errors = {}
+local errors, warnings = {}, {}
 
 --- Wait for a condition, failing at once on an error notification (e.g. a refused agent/approve).
 local function wait(what, condition)
@@ -34,6 +36,8 @@ h.run(function()
   vim.notify = function(msg, level, ...)
     if level == vim.log.levels.ERROR then
       table.insert(errors, msg)
+    elseif level == vim.log.levels.WARN then
+      table.insert(warnings, msg)
     end
     return notify(msg, level, ...)
   end
@@ -109,11 +113,12 @@ h.run(function()
     '━━ Count the lines of schema.py ━━',
     '→ count_file_lines {"file_path": "schema.py"}',
     '⏸ waiting for approval',
-    '✗ rejected: count_file_lines',
-    '✗ count_file_lines failed: The user declined to run this tool call.',
+    '✗ count_file_lines rejected: The user declined to run this tool call.',
     'Answer: Not counted:',
     '■ done',
   })
+  h.eq(1, h.occurrences(vim.split(text, '\n'), 'rejected'), 'lines about the rejection')
+  h.eq({}, warnings, 'warnings besides the approval prompts')
   h.eq(win, vim.api.nvim_get_current_win(), 'current window')
 
   -- a prompt nobody answers: the session waits; :MiniAgentApprovals lists the call and decides it

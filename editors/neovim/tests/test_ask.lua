@@ -59,6 +59,11 @@ h.run(function()
     ('Answer: schema.py has %d lines.'):format(lines),
     '■ done',
   })
+  -- on screen the call and the answer show once each: the model's raw text is folded away
+  local shown = h.visible_lines(trace.window())
+  h.eq(1, h.occurrences(shown, '{"file_path": "schema.py"}'), 'the call, shown ' .. vim.inspect(shown))
+  h.eq(1, h.occurrences(shown, ('schema.py has %d lines.'):format(lines)), 'the answer, shown')
+  h.eq(2, h.occurrences(shown, '▸ model text'), 'folds, one per step')
 
   -- the events, in order, with their data
   local order = vim.tbl_map(function(ev)

@@ -11,7 +11,9 @@ end
 
 h.run(function()
   h.load_plugin()
-  require('mini_agent').setup({ cmd = h.daemon_cmd(), llm = { baseUrl = h.base_url, model = 'replay' } })
+  -- python itself, not h.daemon_cmd()'s shell: the report names the Python the command runs
+  local cmd = { h.python, '-m', 'mini_agent' }
+  require('mini_agent').setup({ cmd = cmd, llm = { baseUrl = h.base_url, model = 'replay' } })
   local report = checkhealth()
   h.in_order(report, {
     'OK Neovim 0.',

@@ -1,7 +1,7 @@
--- The trace buffer and the options, without a daemon: streamed text continues the last line, long
--- observations fold behind one line that <CR> expands, errors are marked, sessions that interleave
--- get a header, the window opens without taking focus and follows the end; bad options are refused
--- with the option's name.
+-- The trace buffer and the options, without a daemon: streamed text continues the last line, the
+-- model's raw text sits in a closed fold, long observations fold behind one line that <CR> expands,
+-- errors are marked, sessions that interleave get a header, the window opens without taking focus
+-- and follows the end; bad options are refused with the option's name.
 local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
 
 local function lines()
@@ -44,6 +44,7 @@ h.run(function()
     kind = 'tool_call_update', toolCallId = 'c2', status = 'failed',
     observation = { toolCallId = 'c2', toolName = 'broken', output = 'ValueError: boom', isError = true },
   })
+  trace.update('sess_aaaaaaaaaaaa', 1, { kind = 'agent_thought_chunk', text = 'Final Answer: All done.' })
   trace.update('sess_aaaaaaaaaaaa', 1, { kind = 'agent_message_chunk', text = 'All ' })
   trace.update('sess_aaaaaaaaaaaa', 1, { kind = 'agent_message_chunk', text = 'done.' })
   trace.update('sess_aaaaaaaaaaaa', 1, { kind = 'status', status = 'finished', stopReason = 'end_turn' })
@@ -65,9 +66,26 @@ h.run(function()
     '✗ broken failed: ValueError: boom',
     '── session sess_aaaaaaaa ──',
     'Step 2',
+    'Final Answer: All done.',
     'Answer: All done.',
     '■ done',
   }, lines(), 'trace lines')
+
+  -- the raw model text is folded away (closed), each stretch on its own; the parsed lines are not
+  local function fold(win, lnum)
+    return vim.api.nvim_win_call(win, function()
+      return { vim.fn.foldclosed(lnum), vim.fn.foldclosedend(lnum) }
+    end)
+  end
+  h.eq({ 4, 5 }, fold(trace_win, 4), 'the first thought, folded')
+  h.eq({ 17, 17 }, fold(trace_win, 17), 'the second thought, folded')
+  for _, lnum in ipairs({ 3, 6, 7, 16, 18, 19 }) do
+    h.eq({ -1, -1 }, fold(trace_win, lnum), 'no fold on line ' .. lnum .. ' ' .. lines()[lnum])
+  end
+  local shown = h.visible_lines(trace_win)
+  h.eq('▸ model text, 2 lines (zo shows it)', shown[4], 'the fold line')
+  h.eq('→ big {"n":10}', shown[5], 'the tool call after the fold')
+  h.eq(1, h.occurrences(shown, 'All done.'), 'the answer, shown once')
   h.eq(win, vim.api.nvim_get_current_win(), 'focus after the updates')
   h.eq(#lines(), vim.api.nvim_win_get_cursor(trace_win)[1], 'the trace window follows the end')
 
@@ -87,6 +105,8 @@ h.run(function()
   h.eq('    10', after[17], 'expanded tail')
   h.eq('── session sess_bbbbbbbb ──', after[18], 'the next line')
   assert(not vim.bo[buf].modifiable, 'the trace stays read-only')
+  h.eq({ 23, 23 }, fold(trace_win, 23), 'the second thought, still folded below the expanded lines')
+  h.eq({ -1, -1 }, fold(trace_win, 24), 'the answer, not folded')
 
   -- :MiniAgentTrace hides and shows it; :MiniAgentAsk without a task asks for one
   vim.api.nvim_set_current_win(win)
@@ -95,6 +115,11 @@ h.run(function()
   vim.cmd('MiniAgentTrace')
   assert(trace.window(), 'shown')
   h.eq(win, vim.api.nvim_get_current_win(), 'focus after :MiniAgentTrace')
+  h.eq({ 4, 5 }, fold(trace.window(), 4), 'folded in a new window too')
+  -- any window showing the trace folds it, not only those the plugin opens
+  vim.cmd('tab sbuffer ' .. buf)
+  h.eq({ 23, 23 }, fold(vim.api.nvim_get_current_win(), 23), 'folded in a window opened by hand')
+  vim.cmd('tabclose')
   local asked
   vim.ui.input = function(opts, on_confirm)
     asked = opts.prompt

@@ -18,12 +18,8 @@ M.DEFAULT_OPTIONS = {
 
 local DISMISSED = 'dismissed in the editor'
 
-local VERDICTS = {
-  allow_once = '✓ allowed once',
-  allow_always = '✓ allowed for this session',
-  reject_once = '✗ rejected',
-  reject_always = '✗ rejected for this session',
-}
+local ALLOWED = { allow_once = '✓ allowed once', allow_always = '✓ allowed for this session' }
+local REJECTED = { reject_once = 'rejected', reject_always = 'rejected for this session' }
 
 --- Ask which decision to take for a tool call; a dismissed prompt counts as "reject once".
 ---@param call table the ToolCall
@@ -46,8 +42,13 @@ function M.choose(call, options, callback)
   end)
 end
 
+--- An allowed call gets a line now, before its output; a rejected one is said once, on its observation.
 local function record(sid, call, decision)
-  trace.note(sid, ('%s: %s'):format(VERDICTS[decision] or decision, call.name or '?'), decision:match('^reject') ~= nil)
+  if REJECTED[decision] then
+    trace.reject(sid, call.id, REJECTED[decision])
+  else
+    trace.note(sid, ('%s: %s'):format(ALLOWED[decision] or decision, call.name or '?'))
+  end
 end
 
 --- The `agent/requestPermission` handler.

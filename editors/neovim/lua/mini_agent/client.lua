@@ -7,7 +7,6 @@ local log = require('mini_agent.log')
 
 local M = {}
 
-local HAS_0_11 = vim.fn.has('nvim-0.11') == 1
 local NOTIFY_LEVELS = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.levels.INFO, vim.log.levels.DEBUG }
 
 ---@class mini_agent.Daemon
@@ -23,13 +22,8 @@ local NOTIFY_LEVELS = { vim.log.levels.ERROR, vim.log.levels.WARN, vim.log.level
 ---@type table<string, mini_agent.Daemon>
 local daemons = {}
 
---- 0.11 wants `client:method(...)`; 0.10 has only `client.method(...)`.
-local function call(client, name, ...)
-  if HAS_0_11 then
-    return client[name](client, ...)
-  end
-  return client[name](...)
-end
+--- How long quitting Neovim waits for the daemons to answer shutdown and exit.
+M.QUIT_WAIT_MS = 1000
 
 local function flush(daemon, err)
   local queue = daemon.queue
@@ -89,15 +83,12 @@ local function on_exit(daemon, code, signal)
 end
 
 local function start(lsp_config)
-  if HAS_0_11 then
-    return vim.lsp.start(lsp_config, {
-      attach = false,
-      reuse_client = function()
-        return false
-      end,
-    })
-  end
-  return vim.lsp.start_client(lsp_config)
+  return vim.lsp.start(lsp_config, {
+    attach = false,
+    reuse_client = function()
+      return false
+    end,
+  })
 end
 
 ---@param root string
@@ -123,7 +114,7 @@ local function spawn(root)
     cmd_cwd = root,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    init_options = config.init_options(),
+    init_options = config.init_options(root),
     handlers = handlers(),
     on_init = function(client, result)
       daemon.ready = true
@@ -142,6 +133,17 @@ local function spawn(root)
   end
   daemon.id = id
   return daemon
+end
+
+--- vim.lsp's own exit handler sends shutdown but does not wait for the answer, so Neovim is gone
+--- before the daemon could be told to exit and it finds a closed pipe instead; wait a moment.
+local function stop_on_quit()
+  vim.api.nvim_create_autocmd('VimLeavePre', {
+    group = vim.api.nvim_create_augroup('mini_agent_quit', { clear = true }),
+    callback = function()
+      M.stop(M.QUIT_WAIT_MS)
+    end,
+  })
 end
 
 --- The running daemon for a root, if any.
@@ -166,6 +168,9 @@ function M.ensure(root, callback)
       callback(nil, err)
       return
     end
+    if vim.tbl_isempty(daemons) then
+      stop_on_quit()
+    end
     daemons[root] = daemon
   end
   if daemon.ready then
@@ -186,7 +191,7 @@ function M.request(daemon, method, params, callback)
     callback({ code = -32099, message = 'the mini-agent daemon is not running' })
     return nil
   end
-  local ok, request_id = call(client, 'request', method, params or vim.empty_dict(), function(err, result)
+  local ok, request_id = client:request(method, params or vim.empty_dict(), function(err, result)
     callback(err, result)
   end)
   if not ok then
@@ -202,7 +207,7 @@ end
 function M.notify(daemon, method, params)
   local client = daemon.id and vim.lsp.get_client_by_id(daemon.id)
   if client then
-    call(client, 'notify', method, params)
+    client:notify(method, params)
   end
 end
 
@@ -214,13 +219,19 @@ function M.running()
 end
 
 --- Stop every daemon this plugin started (shutdown, then exit).
-function M.stop()
+---@param wait_ms integer? wait up to this long for them to exit (pumping the event loop)
+function M.stop(wait_ms)
   for _, daemon in ipairs(M.running()) do
     daemon.stopping = true
     local client = vim.lsp.get_client_by_id(daemon.id)
     if client then
-      call(client, 'stop')
+      client:stop()
     end
+  end
+  if wait_ms then
+    vim.wait(wait_ms, function()
+      return #M.running() == 0
+    end, 10)
   end
 end
 

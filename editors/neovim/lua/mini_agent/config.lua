@@ -24,7 +24,8 @@ local M = {}
 ---@field store table? session store options (`path`, `enabled`)
 ---@field log_level string the daemon's log level (MINI_AGENT_LOG)
 ---@field log_file string? where the daemon's log goes; nil: stdpath('log')/mini-agent.log
----@field notify boolean notify on approvals, answers and failures
+---@field notify boolean notify answers (trace hidden) and runs that end without one
+---@field trust_workspace boolean|fun(root: string): boolean may the daemon run the workspace's code at start
 ---@field trace mini_agent.TraceOptions
 
 ---@type mini_agent.Options
@@ -41,6 +42,7 @@ M.defaults = {
   log_level = 'INFO',
   log_file = nil,
   notify = true,
+  trust_workspace = false,
   trace = {
     open = true,
     position = 'right',
@@ -56,14 +58,10 @@ local POSITIONS = { right = true, left = true, above = true, below = true }
 ---@type mini_agent.Options?
 local current = nil
 
---- vim.validate changed shape in 0.11; the table form still works there but is deprecated.
-function M.check(name, value, types, optional, message)
-  if vim.fn.has('nvim-0.11') == 1 then
-    vim.validate(name, value, types, optional, message)
-  else
-    vim.validate({ [name] = { value, types, optional or message } })
-  end
-end
+---@type table<string, true> roots trusted with :MiniAgentTrust in this Neovim
+local trusted = {}
+
+local check = vim.validate
 
 local function positive_integer(value)
   return type(value) == 'number' and value >= 1 and math.floor(value) == value
@@ -77,45 +75,46 @@ end
 
 ---@param opts mini_agent.Options
 local function validate(opts)
-  M.check('cmd', opts.cmd, function(v)
+  check('cmd', opts.cmd, function(v)
     return v == nil or type(v) == 'function' or (string_list(v) and #v > 0)
   end, false, 'a non-empty list of strings or a function')
-  M.check('cmd_env', opts.cmd_env, 'table', true)
-  M.check('root_dir', opts.root_dir, { 'string', 'function' }, true)
-  M.check('root_markers', opts.root_markers, string_list, false, 'a list of strings')
-  M.check('llm', opts.llm, 'table')
-  M.check('llm.baseUrl', opts.llm.baseUrl, 'string', true)
-  M.check('llm.model', opts.llm.model, 'string', true)
-  M.check('llm.apiKey', opts.llm.apiKey, 'string', true)
-  M.check('llm.toolMode', opts.llm.toolMode, function(v)
+  check('cmd_env', opts.cmd_env, 'table', true)
+  check('root_dir', opts.root_dir, { 'string', 'function' }, true)
+  check('root_markers', opts.root_markers, string_list, false, 'a list of strings')
+  check('llm', opts.llm, 'table')
+  check('llm.baseUrl', opts.llm.baseUrl, 'string', true)
+  check('llm.model', opts.llm.model, 'string', true)
+  check('llm.apiKey', opts.llm.apiKey, 'string', true)
+  check('llm.toolMode', opts.llm.toolMode, function(v)
     return v == nil or TOOL_MODES[v] ~= nil
   end, false, '"react", "native" or "auto"')
-  M.check('maxSteps', opts.maxSteps, function(v)
+  check('maxSteps', opts.maxSteps, function(v)
     return v == nil or positive_integer(v)
   end, false, 'a positive integer')
-  M.check('systemPrompt', opts.systemPrompt, 'string', true)
-  M.check('tools', opts.tools, 'table', true)
-  M.check('store', opts.store, 'table', true)
-  M.check('log_level', opts.log_level, 'string')
-  M.check('log_file', opts.log_file, 'string', true)
-  M.check('notify', opts.notify, 'boolean')
-  M.check('trace', opts.trace, 'table')
-  M.check('trace.open', opts.trace.open, 'boolean')
-  M.check('trace.position', opts.trace.position, function(v)
+  check('systemPrompt', opts.systemPrompt, 'string', true)
+  check('tools', opts.tools, 'table', true)
+  check('store', opts.store, 'table', true)
+  check('log_level', opts.log_level, 'string')
+  check('log_file', opts.log_file, 'string', true)
+  check('notify', opts.notify, 'boolean')
+  check('trust_workspace', opts.trust_workspace, { 'boolean', 'function' })
+  check('trace', opts.trace, 'table')
+  check('trace.open', opts.trace.open, 'boolean')
+  check('trace.position', opts.trace.position, function(v)
     return POSITIONS[v] ~= nil
   end, false, '"right", "left", "above" or "below"')
-  M.check('trace.size', opts.trace.size, function(v)
+  check('trace.size', opts.trace.size, function(v)
     return v == nil or positive_integer(v)
   end, false, 'a positive integer')
-  M.check('trace.observation_lines', opts.trace.observation_lines, positive_integer, false, 'a positive integer')
-  M.check('trace.follow', opts.trace.follow, 'boolean')
+  check('trace.observation_lines', opts.trace.observation_lines, positive_integer, false, 'a positive integer')
+  check('trace.follow', opts.trace.follow, 'boolean')
 end
 
 --- Merge user options over the defaults and validate them; raises on a bad option.
 ---@param user table?
 ---@return mini_agent.Options
 function M.merge(user)
-  M.check('opts', user, 'table', true)
+  check('opts', user, 'table', true)
   local opts = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), user or {})
   validate(opts)
   return opts
@@ -194,9 +193,27 @@ function M.compact(values)
   return not vim.tbl_isempty(out) and out or nil
 end
 
---- initializationOptions for the daemon: the wire options that are set, nil when none are.
----@return table?
-function M.init_options()
+--- Remember that the user trusted a root, so that a daemon started again for it starts trusted.
+---@param root string
+function M.trust(root)
+  trusted[root] = true
+end
+
+--- Whether the daemon for `root` may import the workspace's files when it starts.
+---@param root string
+---@return boolean
+function M.trusted(root)
+  local option = M.get().trust_workspace
+  if type(option) == 'function' then
+    option = option(root)
+  end
+  return option == true or trusted[root] == true
+end
+
+--- initializationOptions for the daemon of `root`: the wire options that are set.
+---@param root string
+---@return table
+function M.init_options(root)
   local opts = M.get()
   local llm = vim.deepcopy(opts.llm)
   if llm.apiKey == nil and vim.env.OPENAI_API_KEY and vim.env.OPENAI_API_KEY ~= '' then
@@ -208,7 +225,8 @@ function M.init_options()
     systemPrompt = opts.systemPrompt,
     tools = opts.tools,
     store = opts.store,
-  })
+    workspaceTrusted = M.trusted(root),
+  }) --[[@as table]]
 end
 
 ---@return string

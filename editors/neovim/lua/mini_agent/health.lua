@@ -123,10 +123,10 @@ function M.check()
   health.start('mini-agent: Neovim')
   local v = vim.version()
   local text = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
-  if vim.fn.has('nvim-0.10') == 1 then
+  if vim.fn.has('nvim-0.11') == 1 then
     health.ok('Neovim ' .. text)
   else
-    health.error('Neovim ' .. text .. ' is too old', { 'mini-agent needs Neovim 0.10 or newer (tested on 0.11)' })
+    health.error('Neovim ' .. text .. ' is too old', { 'mini-agent needs Neovim 0.11 or newer' })
   end
 
   health.start('mini-agent: options')
@@ -140,6 +140,11 @@ function M.check()
   health.start('mini-agent: daemon')
   local root = config.root()
   health.info('workspace root: ' .. root)
+  if config.trusted(root) then
+    health.info('trusted: the daemon restores the stored tool registrations when it starts')
+  else
+    health.info('not trusted: stored tool registrations wait for :MiniAgentTrust (or the trust_workspace option)')
+  end
   local cmd, why = config.cmd(root)
   if not cmd then
     health.error(why, {
@@ -169,7 +174,7 @@ function M.check()
   check_python(cmd)
 
   health.start('mini-agent: model server')
-  local llm = (config.init_options() or {}).llm or {}
+  local llm = config.init_options(root).llm or {}
   health.info(('baseUrl: %s, model: %s, toolMode: %s, API key: %s'):format(
     llm.baseUrl or '(daemon default)',
     llm.model or '(daemon default)',

@@ -45,6 +45,15 @@ end
 
 local function ignore() end
 
+---@param tools table[]? ToolInfo list
+---@return string
+local function tool_names(tools)
+  local names = vim.tbl_map(function(tool)
+    return tool.name
+  end, tools or {})
+  return #names > 0 and table.concat(names, ', ') or 'no tools'
+end
+
 --- Set options (see :h mini-agent-config). Optional: without it, `vim.g.mini_agent` or the defaults apply.
 ---@param opts table?
 function M.setup(opts)
@@ -67,7 +76,7 @@ end
 ---@param opts {root: string?, maxSteps: integer?, tools: string[]?, systemPrompt: string?, llm: table?,
 ---  on_done: mini_agent.Done?}?
 function M.ask(task, opts)
-  config.check('task', task, 'string')
+  vim.validate('task', task, 'string')
   opts = opts or {}
   local root = opts.root or config.root()
   local done = opts.on_done or ignore
@@ -163,10 +172,29 @@ function M.register(path, opts)
         watch_saves()
       end
       registered[path] = root
-      local names = vim.tbl_map(function(tool)
-        return tool.name
-      end, result.tools or {})
-      notify(('registered %s'):format(#names > 0 and table.concat(names, ', ') or 'no tools'))
+      notify('registered ' .. tool_names(result.tools))
+      done(nil, result)
+    end)
+  end)
+end
+
+--- Trust the workspace (agent/trustWorkspace): the daemon may now import its files, and restores the
+--- tool registrations kept in its store. A daemon started again for this root in this Neovim starts
+--- trusted.
+---@param opts {root: string?, on_done: mini_agent.Done?}?
+function M.trust(opts)
+  opts = opts or {}
+  local root = opts.root or config.root()
+  local done = opts.on_done or ignore
+  with_daemon(root, done, function(daemon)
+    client.request(daemon, 'agent/trustWorkspace', vim.empty_dict(), function(err, result)
+      if err then
+        notify(('could not trust %s: %s'):format(root, err.message), vim.log.levels.ERROR)
+        done(err)
+        return
+      end
+      config.trust(root)
+      notify(('trusted %s; its tools: %s'):format(root, tool_names(result.tools)))
       done(nil, result)
     end)
   end)

@@ -5,6 +5,13 @@ local trace = require('mini_agent.trace')
 
 local M = {}
 
+--- Stop reasons that mean the task was not done, and how loudly to say so.
+local FAILURES = {
+  error = vim.log.levels.ERROR,
+  max_turn_requests = vim.log.levels.WARN,
+  loop_detected = vim.log.levels.WARN,
+}
+
 ---@class mini_agent.Session
 ---@field id string
 ---@field task string
@@ -65,13 +72,8 @@ local function on_status(session, step, update)
   local data = { sessionId = session.id, step = step, status = update.status, stopReason = update.stopReason }
   M.fire('MiniAgentStatus', data)
   if update.status == 'awaiting_approval' then
-    local waiting = vim.tbl_values(session.calls)
-    local names = vim.tbl_map(function(call)
-      return call.name
-    end, waiting)
-    local text = ('session %s waits for approval of %s'):format(trace.short(session.id), table.concat(names, ', '))
-    notify(text, vim.log.levels.WARN)
-    M.fire('MiniAgentAwaitingApproval', vim.tbl_extend('force', data, { toolCalls = waiting }))
+    -- no notification: the approval prompt (agent/requestPermission) comes at the same moment
+    M.fire('MiniAgentAwaitingApproval', vim.tbl_extend('force', data, { toolCalls = vim.tbl_values(session.calls) }))
   elseif update.stopReason == 'end_turn' then
     M.fire('MiniAgentAnswer', { sessionId = session.id, answer = table.concat(session.answer) })
   end
@@ -135,7 +137,11 @@ function M.finish_run(session, err, result)
     M.fire('MiniAgentSessionEnd', { sessionId = session.id, error = err.message })
   else
     session.status = result.status or session.status
-    if result.finalAnswer and not trace.window() then
+    local failure = FAILURES[result.stopReason]
+    if failure then
+      local why = trace.stop_text(result.stopReason, result.error)
+      notify(('session %s stopped (%s): %s'):format(trace.short(session.id), result.stopReason, why), failure)
+    elseif result.finalAnswer and not trace.window() then
       notify(vim.split(result.finalAnswer, '\n', { plain = true })[1])
     end
     M.fire('MiniAgentSessionEnd', result)

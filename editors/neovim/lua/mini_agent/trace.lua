@@ -3,6 +3,7 @@
 --- It is append-only (the stream of a thought continues the last line), it never takes focus, and
 --- windows that show it follow the end unless the user has moved the cursor up in it. Long
 --- observations show their first lines and a "… N more lines" line that <CR> expands in place.
+--- The model's raw text sits in a closed fold: the parsed tool calls and answer say the same once.
 local config = require('mini_agent.config')
 
 local api = vim.api
@@ -26,11 +27,10 @@ local HIGHLIGHTS = {
   MiniAgentFold = 'Folded',
 }
 
+local ENDS = { end_turn = '■ done', cancelled = '■ cancelled' }
 local STOPS = {
-  end_turn = 'done',
-  cancelled = 'cancelled',
-  max_turn_requests = 'stopped: the step budget is used up',
-  loop_detected = 'stopped: the same tool call repeated (loop detected)',
+  max_turn_requests = 'the step budget is used up',
+  loop_detected = 'the same tool call repeated (loop detected)',
 }
 
 ---@class mini_agent.TraceState
@@ -39,7 +39,9 @@ local STOPS = {
 ---@field last_sid string? the session the last lines belong to
 ---@field steps table<string, integer> per session, the last step with a header
 ---@field hidden table<integer, {lines: string[], hl: string}> folded observation lines, by extmark id
-local state = { buf = nil, stream = nil, last_sid = nil, steps = {}, hidden = {} }
+---@field raw {first: integer, last: integer}[] rows of raw model text (0-based, ascending), one fold each
+---@field rejected table<string, string> "<session> <call id>" -> the verdict, for calls the user rejected
+local state = { buf = nil, stream = nil, last_sid = nil, steps = {}, hidden = {}, raw = {}, rejected = {} }
 
 function M.define_highlights()
   for group, link in pairs(HIGHLIGHTS) do
@@ -68,6 +70,13 @@ local function set_window_options(win)
     relativenumber = false,
     signcolumn = 'no',
     foldcolumn = '0',
+    foldmethod = 'expr',
+    foldexpr = "v:lua.require'mini_agent.trace'.foldexpr()",
+    foldtext = "v:lua.require'mini_agent.trace'.foldtext()",
+    foldlevel = 0,
+    foldminlines = 0,
+    foldenable = true,
+    fillchars = 'fold: ',
     list = false,
     spell = false,
     cursorline = false,
@@ -84,7 +93,8 @@ function M.buf()
     return state.buf
   end
   local buf = api.nvim_create_buf(false, true)
-  state.buf, state.stream, state.last_sid, state.steps, state.hidden = buf, nil, nil, {}, {}
+  state.buf, state.stream, state.last_sid, state.steps, state.hidden, state.raw = buf, nil, nil, {}, {}, {}
+  state.rejected = {}
   pcall(api.nvim_buf_set_name, buf, BUF_NAME)
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
@@ -93,7 +103,36 @@ function M.buf()
   vim.bo[buf].filetype = 'miniagent'
   vim.keymap.set('n', '<CR>', M.expand_at_cursor, { buffer = buf, desc = 'mini-agent: show the whole observation' })
   vim.keymap.set('n', 'q', '<Cmd>close<CR>', { buffer = buf, desc = 'mini-agent: close the trace window' })
+  api.nvim_create_autocmd('BufWinEnter', {
+    buffer = buf,
+    callback = function()
+      set_window_options(api.nvim_get_current_win())
+    end,
+  })
   return buf
+end
+
+--- 'foldexpr' of trace windows: each stretch of raw model text is one fold.
+---@return string
+function M.foldexpr()
+  local row = vim.v.lnum - 1
+  if api.nvim_get_current_buf() ~= state.buf then
+    return '0'
+  end
+  for i = #state.raw, 1, -1 do
+    local raw = state.raw[i]
+    if raw.first <= row then
+      return row > raw.last and '0' or (row == raw.first and '>1' or '1')
+    end
+  end
+  return '0'
+end
+
+--- 'foldtext' of trace windows: a label, not the text's first line, which may be the answer again.
+---@return string
+function M.foldtext()
+  local count = vim.v.foldend - vim.v.foldstart + 1
+  return ('▸ model text, %d line%s (zo shows it)'):format(count, count == 1 and '' or 's')
 end
 
 --- The trace buffer if it exists (for tests and statuslines), without creating it.
@@ -180,6 +219,11 @@ local function highlight(buf, first, last, hl, id)
   })
 end
 
+--- The row the next appended line goes to.
+local function next_row(buf)
+  return blank(buf) and 0 or api.nvim_buf_line_count(buf)
+end
+
 --- Append whole lines; returns the row of the first one.
 ---@param lines string[]
 ---@param hl string?
@@ -187,7 +231,7 @@ end
 local function add(lines, hl)
   local buf = M.buf()
   local old_count = api.nvim_buf_line_count(buf)
-  local row = blank(buf) and 0 or old_count
+  local row = next_row(buf)
   edit(buf, function()
     api.nvim_buf_set_lines(buf, row, -1, false, lines)
   end)
@@ -198,19 +242,32 @@ local function add(lines, hl)
 end
 
 --- Continue a text stream (a thought or an answer arriving in pieces), or start one on a new line.
-local function stream(sid, kind, text, hl, prefix)
+--- A `raw` stream is folded; its rows are known before they are written, since folds are computed
+--- as the lines change.
+local function stream(sid, kind, text, hl, prefix, raw)
   local buf = M.buf()
   local open = state.stream
   if not (open and open.sid == sid and open.kind == kind) then
-    local row = add(vim.split((prefix or '') .. text, '\n', { plain = true }), nil)
-    state.stream = { sid = sid, kind = kind, mark = highlight(buf, row, api.nvim_buf_line_count(buf) - 1, hl) }
+    local lines = vim.split((prefix or '') .. text, '\n', { plain = true })
+    local region = nil
+    if raw then
+      region = { first = next_row(buf), last = next_row(buf) + #lines - 1 }
+      table.insert(state.raw, region)
+    end
+    local row = add(lines, nil)
+    local mark = highlight(buf, row, api.nvim_buf_line_count(buf) - 1, hl)
+    state.stream = { sid = sid, kind = kind, region = region, mark = mark }
     return
   end
+  local lines = vim.split(text, '\n', { plain = true })
   local old_count = api.nvim_buf_line_count(buf)
   local last = old_count - 1
   local width = #api.nvim_buf_get_lines(buf, last, old_count, false)[1]
+  if open.region then
+    open.region.last = open.region.last + #lines - 1
+  end
   edit(buf, function()
-    api.nvim_buf_set_text(buf, last, width, last, width, vim.split(text, '\n', { plain = true }))
+    api.nvim_buf_set_text(buf, last, width, last, width, lines)
   end)
   -- the start is read back from the mark: an expanded fold above may have moved it
   local row = api.nvim_buf_get_extmark_by_id(buf, ns, open.mark, {})[1]
@@ -273,11 +330,22 @@ local function tool_call(update)
   end
 end
 
+--- The user rejected this call: its observation (the refusal) says so, on one line.
+---@param sid string
+---@param call_id string
+---@param verdict string
+function M.reject(sid, call_id, verdict)
+  M.buf()
+  state.rejected[sid .. ' ' .. tostring(call_id)] = verdict
+end
+
 --- Lines past the limit go behind a fold line whose extmark remembers them.
-local function observation(obs)
+local function observation(sid, obs)
   local hl = obs.isError and 'MiniAgentError' or 'MiniAgentObservation'
   local name = (obs.toolName and obs.toolName ~= '') and obs.toolName or 'observation'
-  local head = ('%s %s%s:'):format(obs.isError and '✗' or '←', name, obs.isError and ' failed' or '')
+  local rejected = state.rejected[sid .. ' ' .. tostring(obs.toolCallId)]
+  local outcome = rejected and (' ' .. rejected) or (obs.isError and ' failed' or '')
+  local head = ('%s %s%s:'):format(obs.isError and '✗' or '←', name, outcome)
   local output = type(obs.output) == 'string' and obs.output or encode(obs.output)
   local lines = vim.split(output:gsub('\n+$', ''), '\n', { plain = true })
   if #lines == 1 then
@@ -312,6 +380,17 @@ local function usage(update)
   add({ line }, 'MiniAgentUsage')
 end
 
+--- Why a run stopped short of an answer, in words (for the trace and the failure notifications).
+---@param reason string a stopReason
+---@param message string? the daemon's message (for "error")
+---@return string
+function M.stop_text(reason, message)
+  if reason == 'error' then
+    return tostring(message or 'the model server failed')
+  end
+  return STOPS[reason] or reason
+end
+
 local function status(sid, update)
   if update.status == 'awaiting_approval' then
     header(sid)
@@ -319,11 +398,9 @@ local function status(sid, update)
   elseif update.stopReason then
     header(sid)
     local reason = update.stopReason
-    local text = STOPS[reason] or ('stopped: ' .. reason)
-    if reason == 'error' then
-      text = 'error: ' .. tostring(update.message or 'the model server failed')
-    end
-    add({ '■ ' .. text }, reason == 'error' and 'MiniAgentError' or 'MiniAgentStatus')
+    local line = ENDS[reason]
+      or ('■ %s: %s'):format(reason == 'error' and 'error' or 'stopped', M.stop_text(reason, update.message))
+    add({ line }, reason == 'error' and 'MiniAgentError' or 'MiniAgentStatus')
   end
 end
 
@@ -335,13 +412,13 @@ function M.update(sid, step, update)
   local kind = update.kind
   if kind == 'agent_thought_chunk' then
     header(sid, step)
-    stream(sid, 'thought', update.text or '', 'MiniAgentThought')
+    stream(sid, 'thought', update.text or '', 'MiniAgentThought', nil, true)
   elseif kind == 'tool_call' then
     header(sid, step)
     tool_call(update)
   elseif kind == 'tool_call_update' and update.observation then
     header(sid, step)
-    observation(update.observation)
+    observation(sid, update.observation)
   elseif kind == 'agent_message_chunk' then
     header(sid, step)
     stream(sid, 'answer', update.text or '', 'MiniAgentAnswer', 'Answer: ')
@@ -427,6 +504,11 @@ function M.expand(row)
     if hidden then
       state.hidden[mark[1]] = nil
       api.nvim_buf_del_extmark(buf, ns_fold, mark[1])
+      for _, raw in ipairs(state.raw) do
+        if raw.first > row then
+          raw.first, raw.last = raw.first + #hidden.lines - 1, raw.last + #hidden.lines - 1
+        end
+      end
       edit(buf, function()
         api.nvim_buf_set_lines(buf, row, row + 1, false, hidden.lines)
       end)
