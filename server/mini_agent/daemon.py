@@ -14,9 +14,10 @@ from typing import Any
 
 from . import wire
 from .contracts import LLMConfig, ToolCall, ToolSpec
+from .events import AgentEvent, ThoughtChunk
 from .llm.client import OpenAICompatibleClient
 from .params import InitOptions
-from .runtime import AgentRuntime, AgentUpdate
+from .runtime import AgentRuntime
 from .session import AgentConfig, AgentSession, Decision
 from .store import SqliteStore, StoreError
 from .tools import ToolRegistry
@@ -60,10 +61,10 @@ class Daemon:
             approver=self,
             store=self.store,
         )
-        self._watchers: dict[str, list[Callable[[AgentUpdate], None]]] = {}
+        self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
         self._thought_parts: dict[tuple[str, int], list[str]] = {}
 
-    def watch(self, session_id: str, callback: Callable[[AgentUpdate], None]) -> Callable[[], None]:
+    def watch(self, session_id: str, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
         """Also send a session's updates to `callback` (e.g. a $/progress reporter); returns the undo."""
         callbacks = self._watchers.setdefault(session_id, [])
         callbacks.append(callback)
@@ -113,32 +114,31 @@ class Daemon:
 
     def load_session(self, session_id: str) -> int:
         """Replay a stored trajectory as agent/update notifications; returns how many were sent."""
-        updates = self.runtime.replay(session_id)
-        for update in updates:
-            self._send(update)
-        return len(updates)
+        events = self.runtime.replay(session_id)
+        for event in events:
+            self._send(event)
+        return len(events)
 
-    def _on_update(self, update: AgentUpdate) -> None:
+    def _on_update(self, event: AgentEvent) -> None:
         """Thought deltas that arrive together (one network read often holds many SSE events) go out as
         one notification at the next turn of the loop; anything else first flushes them, keeping order."""
-        if update.update["kind"] == "agent_thought_chunk":
+        if isinstance(event, ThoughtChunk):
             if not self._thought_parts:
                 asyncio.get_running_loop().call_soon(self._flush_thoughts)
-            self._thought_parts.setdefault((update.session_id, update.step), []).append(update.update["text"])
+            self._thought_parts.setdefault((event.session_id, event.step), []).append(event.text)
             return
         self._flush_thoughts()
-        self._send(update)
+        self._send(event)
 
     def _flush_thoughts(self) -> None:
         parts, self._thought_parts = self._thought_parts, {}
         for (session_id, step), texts in parts.items():
-            self._send(AgentUpdate(session_id, step, {"kind": "agent_thought_chunk", "text": "".join(texts)}))
+            self._send(ThoughtChunk(session_id, step, "".join(texts)))
 
-    def _send(self, update: AgentUpdate) -> None:
-        params = {"sessionId": update.session_id, "step": update.step, "update": update.update}
-        self._notify("agent/update", params)
-        for callback in list(self._watchers.get(update.session_id, ())):
-            callback(update)
+    def _send(self, event: AgentEvent) -> None:
+        self._notify("agent/update", wire.update_params(event))
+        for callback in list(self._watchers.get(event.session_id, ())):
+            callback(event)
 
     async def request_permission(
         self, session: AgentSession, call: ToolCall, spec: ToolSpec

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .contracts import LLMConfig, ToolMode
+from .errors import AgentError
 from .session import Decision
 
 
@@ -110,11 +111,11 @@ class ListSessionsParams(Params):
 P = TypeVar("P", bound=Params)
 
 
-class InvalidParams(ValueError):
+class InvalidParams(AgentError, ValueError):
     """Params that do not fit the method; `errors` has one line per problem."""
 
     def __init__(self, method: str, errors: list[str]) -> None:
-        super().__init__(f"Invalid params for {method}: " + "; ".join(errors))
+        super().__init__(f"Invalid params for {method}: " + "; ".join(errors), errors=errors)
         self.errors = errors
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from cattrs import Converter
 
     from .daemon import Daemon
+    from .events import AgentEvent
     from .params import (
         ApproveParams,
         ListSessionsParams,
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
         StartSessionParams,
         StepParams,
     )
-    from .runtime import AgentUpdate
 
 log = logging.getLogger("mini_agent")
 T = TypeVar("T")
@@ -73,8 +73,6 @@ METHODS = (
     "agent/loadSession",
     "agent/deleteSession",
 )
-SESSION_ERROR = -32001  # a valid request the session cannot take now (busy)
-STORE_ERROR = -32003  # the session store failed (corrupt, locked); the message names the file
 
 
 class _Rejected:
@@ -292,30 +290,15 @@ def method(name: str, model: str) -> Callable[[Handler], Handler]:
 
 
 def _map_error(exc: Exception) -> JsonRpcException:
-    from .params import InvalidParams
-    from .runtime import SessionBusy, SessionFinished, UnknownSession, UnknownToolCall
-    from .store import StoreError
-    from .tools import RegistrationError
+    """The one domain error type, as JSON-RPC: its code, its message, `data.reason` and its details."""
+    from pydantic.alias_generators import to_camel
 
-    if isinstance(exc, InvalidParams):
-        return JsonRpcInvalidParams(str(exc), data={"errors": exc.errors})
-    if isinstance(exc, UnknownSession):
-        return JsonRpcInvalidParams(str(exc), data={"reason": "unknown_session", "sessionId": exc.session_id})
-    if isinstance(exc, SessionFinished):
-        return JsonRpcInvalidParams(
-            str(exc), data={"reason": "session_finished", "sessionId": exc.session_id}
-        )
-    if isinstance(exc, SessionBusy):
-        return JsonRpcException(
-            code=SESSION_ERROR, message=str(exc), data={"reason": "session_busy", "sessionId": exc.session_id}
-        )
-    if isinstance(exc, RegistrationError | UnknownToolCall):
-        return JsonRpcInvalidParams(str(exc))
-    if isinstance(exc, StoreError):
-        return JsonRpcException(
-            code=STORE_ERROR, message=str(exc), data={"reason": "store", "path": str(exc.path)}
-        )
-    raise exc
+    from .errors import AgentError
+
+    if not isinstance(exc, AgentError):
+        raise exc
+    data = {"reason": exc.reason, **{to_camel(key): value for key, value in exc.details.items()}}
+    return JsonRpcException(code=exc.code, message=str(exc), data=data)
 
 
 async def _cancellable(work: Awaitable[T], cancel: Callable[[], object]) -> T:
@@ -455,8 +438,8 @@ async def _progress(
     progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting"))
     last: dict[str, str] = {"message": "done"}
 
-    def report(update: AgentUpdate) -> None:
-        message = _progress_line(update)
+    def report(event: AgentEvent) -> None:
+        message = _progress_line(event)
         if message is not None:
             last["message"] = message
             progress.report(token, types.WorkDoneProgressReport(message=message))
@@ -469,17 +452,21 @@ async def _progress(
         progress.end(token, types.WorkDoneProgressEnd(message=last["message"]))
 
 
-def _progress_line(update: AgentUpdate) -> str | None:
-    body, step_no = update.update, update.step + 1
-    kind = body["kind"]
-    if kind == "tool_call":
-        return f"step {step_no} · {body['name']} …"
-    if kind == "status" and body.get("status") == "running":
+def _progress_line(event: AgentEvent) -> str | None:
+    from .contracts import SessionStatus
+    from .events import StatusChanged, ToolCallPending
+
+    step_no = event.step + 1
+    if isinstance(event, ToolCallPending):
+        return f"step {step_no} · {event.call.name} …"
+    if not isinstance(event, StatusChanged):
+        return None
+    if event.status is SessionStatus.RUNNING:
         return f"step {step_no} · thinking …"
-    if kind == "status" and body.get("status") == "awaiting_approval":
+    if event.status is SessionStatus.AWAITING_APPROVAL:
         return f"step {step_no} · waiting for approval"
-    if kind == "status" and body.get("stopReason"):
-        return f"{body['stopReason']}" + (f": {body['message']}" if body.get("message") else "")
+    if event.stop_reason is not None:
+        return event.stop_reason.value + (f": {event.message}" if event.message else "")
     return None
 
 

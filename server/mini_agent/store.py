@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints, overload
 
 from .contracts import Message, Role, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
+from .errors import STORE_FAILED, AgentError
 from .session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord
 
 STORE_DIR = ".mini-agent"
@@ -99,11 +100,14 @@ UPSERT_STEP = "INSERT INTO steps VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET reco
 PROCESS_TOKEN = uuid.uuid4().hex
 
 
-class StoreError(Exception):
+class StoreError(AgentError):
     """The session store cannot be used; the message names the file and what to do about it."""
 
+    code = STORE_FAILED
+    reason = "store"
+
     def __init__(self, message: str, path: Path) -> None:
-        super().__init__(message)
+        super().__init__(message, path=str(path))
         self.path = path
 
 

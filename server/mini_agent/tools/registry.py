@@ -24,6 +24,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from mini_agent.contracts import Observation, ToolCall, ToolSource, ToolSpec
+from mini_agent.errors import AgentError
 from mini_agent.tools.host import CallResult, LoadError, ToolHost
 from mini_agent.tools.protocol import cap_text
 
@@ -32,8 +33,10 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _Key = tuple[str, str | None]  # (relative path, function or None for the whole file)
 
 
-class RegistrationError(Exception):
+class RegistrationError(AgentError):
     """A registration was refused; the message is shown to the client as is."""
+
+    reason = "registration_refused"
 
 
 @dataclass(frozen=True, slots=True)
