@@ -16,11 +16,11 @@ from . import wire
 from .contracts import LLMConfig, ToolCall, ToolSpec
 from .events import AgentEvent, ThoughtChunk
 from .llm.client import OpenAICompatibleClient
-from .params import InitOptions
+from .params import InitOptions, RegisterToolParams
 from .runtime import AgentRuntime
 from .session import AgentConfig, AgentSession, Decision
 from .store import SqliteStore, StoreError
-from .tools import ToolRegistry
+from .tools import RegistrationError, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,30 @@ class Daemon:
         if self.registry.list():
             self.tools_changed(persist=False)
         return problems
+
+    async def register_tool(self, p: RegisterToolParams) -> list[ToolSpec]:
+        """A workspace file's functions, or a tool the client runs itself; then tell every client."""
+        if p.client:
+            if p.name is None or p.input_schema is None:
+                raise RegistrationError("a client tool needs name, description and inputSchema")
+            register = self.registry.register_client_tool
+            specs = [
+                register(p.name, p.description or "", p.input_schema, requires_approval=p.requires_approval)
+            ]
+        else:
+            if p.path is None:
+                raise RegistrationError("path is required (or client: true with name and inputSchema)")
+            specs = await self.registry.register_file(
+                p.path,
+                function=p.function,
+                name=p.name,
+                description=p.description,
+                requires_approval=p.requires_approval,
+                idempotent=p.idempotent,
+                timeout_sec=p.timeout_sec,
+            )
+        self.tools_changed()
+        return specs
 
     def tools_changed(self, *, persist: bool = True) -> None:
         if persist and self.store is not None:

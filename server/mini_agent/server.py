@@ -8,12 +8,10 @@ agent request arrives, so `initialize` is answered as fast as a bare pygls serve
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import sys
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,12 +34,12 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from . import __version__
+from .progress import progress, server_token
 
 if TYPE_CHECKING:
     from cattrs import Converter
 
     from .daemon import Daemon
-    from .events import AgentEvent
     from .params import (
         ApproveParams,
         ListSessionsParams,
@@ -322,29 +320,8 @@ async def _cancellable(work: Awaitable[T], cancel: Callable[[], object]) -> T:
 @method("agent/registerTool", "RegisterToolParams")
 async def register_tool(daemon: Daemon, p: RegisterToolParams) -> dict[str, Any]:
     from . import wire
-    from .tools import RegistrationError
 
-    if p.client:
-        if p.name is None or p.input_schema is None:
-            raise RegistrationError("a client tool needs name, description and inputSchema")
-        specs = [
-            daemon.registry.register_client_tool(
-                p.name, p.description or "", p.input_schema, requires_approval=p.requires_approval
-            )
-        ]
-    else:
-        if p.path is None:
-            raise RegistrationError("path is required (or client: true with name and inputSchema)")
-        specs = await daemon.registry.register_file(
-            p.path,
-            function=p.function,
-            name=p.name,
-            description=p.description,
-            requires_approval=p.requires_approval,
-            idempotent=p.idempotent,
-            timeout_sec=p.timeout_sec,
-        )
-    daemon.tools_changed()
+    specs = await daemon.register_tool(p)
     return {"tools": [wire.tool_spec(spec) for spec in specs]}
 
 
@@ -383,9 +360,8 @@ async def step(daemon: Daemon, p: StepParams) -> dict[str, Any]:
 
     runtime = daemon.runtime
     session = runtime.get(p.session_id)
-    async with _progress(
-        daemon, p.session_id, p.work_done_token, f"mini-agent step {len(session.steps) + 1}"
-    ):
+    title = f"mini-agent step {len(session.steps) + 1}"
+    async with progress(server, daemon, p.session_id, p.work_done_token, title):
         record = await _cancellable(runtime.step(p.session_id), lambda: runtime.cancel(p.session_id))
     return wire.step_result(runtime.get(p.session_id), record)
 
@@ -395,8 +371,9 @@ async def run(daemon: Daemon, p: RunParams) -> dict[str, Any]:
     from . import wire
 
     runtime = daemon.runtime
-    token = p.work_done_token if p.work_done_token is not None else await _server_progress_token()
-    async with _progress(daemon, p.session_id, token, f"mini-agent: {runtime.get(p.session_id).task[:60]}"):
+    token = p.work_done_token if p.work_done_token is not None else await server_token(server)
+    title = f"mini-agent: {runtime.get(p.session_id).task[:60]}"
+    async with progress(server, daemon, p.session_id, token, title):
         summary = await _cancellable(
             runtime.run(p.session_id, max_steps=p.max_steps), lambda: runtime.cancel(p.session_id)
         )
@@ -411,63 +388,6 @@ async def run(daemon: Daemon, p: RunParams) -> dict[str, Any]:
         "error": summary.last.error,
         "usage": wire.usage(session.usage),
     }
-
-
-async def _server_progress_token() -> str | None:
-    """A token of our own when the client can show server-initiated progress (LSP window capability)."""
-    window = server.client_capabilities.window
-    if window is None or not window.work_done_progress:
-        return None
-    token = f"mini-agent-{uuid.uuid4().hex[:12]}"
-    try:
-        await server.work_done_progress.create_async(token)
-    except Exception:  # the client refused: run without a spinner
-        return None
-    return token
-
-
-@contextlib.asynccontextmanager
-async def _progress(
-    daemon: Daemon, session_id: str, token: str | int | None, title: str
-) -> AsyncIterator[None]:
-    """Mirror a session's updates as standard $/progress begin/report/end, one short line each."""
-    if token is None:
-        yield
-        return
-    progress = server.work_done_progress
-    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting"))
-    last: dict[str, str] = {"message": "done"}
-
-    def report(event: AgentEvent) -> None:
-        message = _progress_line(event)
-        if message is not None:
-            last["message"] = message
-            progress.report(token, types.WorkDoneProgressReport(message=message))
-
-    unwatch = daemon.watch(session_id, report)
-    try:
-        yield
-    finally:
-        unwatch()
-        progress.end(token, types.WorkDoneProgressEnd(message=last["message"]))
-
-
-def _progress_line(event: AgentEvent) -> str | None:
-    from .contracts import SessionStatus
-    from .events import StatusChanged, ToolCallPending
-
-    step_no = event.step + 1
-    if isinstance(event, ToolCallPending):
-        return f"step {step_no} · {event.call.name} …"
-    if not isinstance(event, StatusChanged):
-        return None
-    if event.status is SessionStatus.RUNNING:
-        return f"step {step_no} · thinking …"
-    if event.status is SessionStatus.AWAITING_APPROVAL:
-        return f"step {step_no} · waiting for approval"
-    if event.stop_reason is not None:
-        return event.stop_reason.value + (f": {event.message}" if event.message else "")
-    return None
 
 
 @method("agent/cancel", "SessionParams")
