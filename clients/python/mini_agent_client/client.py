@@ -131,12 +131,16 @@ class AgentClient:
         env: dict[str, str] | None = None,
         ndjson: bool = False,
         tap: Tap | None = None,
+        workspace_trusted: bool = False,
     ) -> AsyncIterator[AgentClient]:
         """Start a daemon over stdio, initialize it for `root`, and shut it down on exit.
 
         `options` are the `initializationOptions` (docs/protocol.md); `ndjson` speaks newline-delimited
         JSON to `mini-agent serve --ndjson` instead of LSP framing; `tap` sees every message.
+        `workspace_trusted` sends `workspaceTrusted: true`: the daemon then restores the tools registered
+        in this workspace before (an untrusted one keeps only what this client registers itself).
         """
+        options = {**(options or {}), **({"workspaceTrusted": True} if workspace_trusted else {})}
         process = await asyncio.create_subprocess_exec(
             *(command or daemon_command(ndjson=ndjson)),
             stdin=asyncio.subprocess.PIPE,
@@ -151,7 +155,7 @@ class AgentClient:
         connection.start()
         client = cls(process, connection)
         try:
-            await client.initialize(Path(root).resolve(), options or {})
+            await client.initialize(Path(root).resolve(), options)
             yield client
         finally:
             await client.close()
