@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -27,7 +28,7 @@ from mini_agent_client import AgentClient
 from mini_agent_client.demo import SCRIPT as SEED_SCRIPT
 from mini_agent_client.demo import TASK as SEED_TASK
 
-from .conftest import daemon_env
+from .conftest import EXAMPLE, ROOT, daemon_env
 
 CLI = [sys.executable, "-m", "mini_agent_client.cli"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -350,3 +351,38 @@ async def test_the_client_library_sends_workspace_trusted(trusted: bool, workspa
         assert "agent/registerTool" in client.methods  # the daemon took the options and answered
     options = next(m for m in sent if m.get("method") == "initialize")["params"]["initializationOptions"]
     assert options == {**llm, **({"workspaceTrusted": True} if trusted else {})}
+
+
+@pytest.mark.fresh_clone
+def test_demo_script_sets_itself_up_from_a_fresh_clone(tmp_path: Path) -> None:
+    """`./scripts/demo.sh` in a copy of the checkout with no .venv: it makes one, installs the
+    checkout and runs the demo with the arguments it was given; a second run reuses that .venv."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE", "server", "clients", "scripts"):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, clone / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(source, clone / name)
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+    def demo(*args: str) -> str:
+        done = subprocess.run(["./scripts/demo.sh", *args], cwd=clone, env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    lines = sum(1 for line in (EXAMPLE / "schema.py").read_text().splitlines() if line.strip())
+    native = demo("--tool-mode", "native")
+    assert f"answer schema.py has {lines} non-empty lines." in native
+    assert "Action:" not in native  # the argument reached `mini-agent demo`: no ReAct text
+    where = "import mini_agent; print(mini_agent.__file__)"
+    python = clone / ".venv" / "bin" / "python"
+    installed = subprocess.run([python, "-c", where], env=env, capture_output=True, text=True,
+                               check=True).stdout
+    assert installed.startswith(str(clone / "server")), installed
+    (clone / ".venv" / "kept").touch()
+    react = demo()
+    assert "Action: count_file_lines" in react and f"answer schema.py has {lines} non-empty lines." in react
+    assert (clone / ".venv" / "kept").exists()
