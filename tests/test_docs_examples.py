@@ -1,11 +1,12 @@
-"""Every `mini-agent` command line in the README and the docs runs here exactly as written, so the
-documentation cannot drift from the program.
+"""Every `mini-agent` command line and client program in the README and the docs runs here exactly
+as written, so the documentation cannot drift from the program.
 
-The examples are read from fenced `sh` / `bash` / `shell` / `console` blocks of README.md, docs/*.md
-and editors/*/README.md: each line that runs `mini-agent` (in a console block, each `$ ` line) is
-one test. They run in document order, with bash (`pipefail`), in one copy of the example workspace,
-against the replay model server — which the environment names, as a reader's shell would after the
-README's `export OPENAI_BASE_URL=…`. A block that cannot run here carries a visible marker on the line
+The examples are read from the fenced blocks of README.md, docs/*.md and editors/*/README.md: each
+line of a `sh` / `bash` / `shell` / `console` block (there, each `$ ` line) that runs `mini-agent`,
+and each `python` block that uses mini_agent_client, is one test. They run in document order (bash
+with `pipefail`; Python as a script) in one copy of the example workspace, against the replay model
+server — which the environment names, as a reader's shell would after the README's
+`export OPENAI_BASE_URL=…`. A block that cannot run here carries a visible marker on the line
 before its fence, `<!-- docs-test: skip: why -->`; its examples are reported as skipped with that
 reason, and nothing else is skipped.
 """
@@ -45,13 +46,24 @@ EXPECTED = {
     "demo": r"answer schema\.py has \d+ non-empty lines",
     "tools": r'"name": "count_file_lines"',
     "sessions": r"sess_[0-9a-f]+",
+    "python": r"schema\.py has \d+ lines",
 }
+# A client program runs as written, with top-level `async with` / `await` allowed (as in
+# `python -m asyncio`) and `url`, the name the README leaves to the reader, set to the model server's.
+PYTHON = """
+import ast, asyncio, os, sys
+code = compile(sys.argv[1], "<example>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+outcome = eval(code, {"__name__": "__main__", "url": os.environ["OPENAI_BASE_URL"]})
+if asyncio.iscoroutine(outcome):
+    asyncio.run(outcome)
+"""
 
 
 @dataclass(frozen=True)
 class Example:
     document: str
     line: int
+    language: str  # "sh" (one command line) or "python" (a whole client program)
     command: str
     skip: str | None
 
@@ -61,41 +73,61 @@ class Example:
 
     @property
     def subcommand(self) -> str:
+        if self.language == "python":
+            return "python"
         rest = RUNS_MINI_AGENT.split(self.command, maxsplit=1)[-1]
         words = shlex.split(rest, comments=True)
         return words[0] if words else ""
 
 
+@dataclass
+class Block:
+    language: str
+    skip: str | None
+    lines: list[tuple[int, str]]
+
+
+def blocks(text: str) -> Iterator[Block]:
+    """The fenced blocks of a markdown text, each with the skip marker on the line before its fence."""
+    block: Block | None = None
+    fence = previous = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        opened = FENCE.match(line)
+        if block is None and opened:
+            marker = SKIP.match(previous)
+            fence = opened.group(1)
+            block = Block(opened.group(2).lower(), marker.group("why") if marker else None, [])
+        elif block is not None and opened and opened.group(1).startswith(fence) and not opened.group(2):
+            yield block
+            block = None
+        elif block is not None:
+            block.lines.append((number, line))
+        if line.strip():
+            previous = line
+
+
 def examples(path: Path) -> Iterator[Example]:
-    """The `mini-agent` lines of one markdown file's shell blocks, with the skip marker of their block."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    fence: str | None = None
-    language = skip = ""
-    pending = ""  # a command continued with a trailing backslash
-    for number, text in enumerate(lines, 1):
-        opened = FENCE.match(text)
-        if fence is None:
-            if opened:
-                fence, language = opened.group(1), opened.group(2).lower()
-                previous = next((line for line in reversed(lines[: number - 1]) if line.strip()), "")
-                marker = SKIP.match(previous)
-                skip = marker.group("why") if marker else ""
+    """A document's `mini-agent` command lines (shell blocks) and client programs (Python blocks that
+    use mini_agent_client)."""
+    document = str(path.relative_to(ROOT))
+    for block in blocks(path.read_text(encoding="utf-8")):
+        if block.language == "python" and "mini_agent_client" in "".join(line for _, line in block.lines):
+            source = "\n".join(line for _, line in block.lines)
+            yield Example(document, block.lines[0][0], "python", source, block.skip)
+        if block.language not in SHELLS:
             continue
-        if opened and opened.group(1).startswith(fence) and not opened.group(2):
-            fence = None
-            continue
-        if language not in SHELLS:
-            continue
-        if language == "console":
-            if not text.startswith("$ "):
+        pending = ""  # a command continued with a trailing backslash
+        for number, line in block.lines:
+            if block.language == "console":
+                if not line.startswith("$ "):
+                    continue
+                line = line[2:]
+            if line.endswith("\\"):
+                pending += line[:-1] + " "
                 continue
-            text = text[2:]
-        if text.endswith("\\"):
-            pending += text[:-1] + " "
-            continue
-        command, pending = pending + text, ""
-        if RUNS_MINI_AGENT.search(command) and not command.lstrip().startswith("#"):
-            yield Example(str(path.relative_to(ROOT)), number, command.strip(), skip or None)
+            command, pending = (pending + line).strip(), ""
+            if RUNS_MINI_AGENT.search(command) and not command.startswith("#"):
+                yield Example(document, number, "sh", command, block.skip)
 
 
 EXAMPLES = [example for document in DOCUMENTS for example in examples(document)]
@@ -146,6 +178,7 @@ def test_the_examples_are_found() -> None:
     commands = [example.command for example in EXAMPLES if example.document == "README.md"]
     assert any(command.startswith("mini-agent ask --tools tools.py") for command in commands), commands
     assert "mini-agent demo" in commands
+    assert any(example.language == "python" for example in EXAMPLES if example.document == "README.md")
     for document in DOCUMENTS:
         lines = document.read_text(encoding="utf-8").splitlines()
         for number, line in enumerate(lines, 1):
@@ -159,11 +192,15 @@ def test_the_examples_are_found() -> None:
 async def test_example_runs_as_written(example: Example, shell: Shell) -> None:
     if example.skip is not None:
         pytest.skip(f"marked in {example.where}: {example.skip}")
-    done = await asyncio.to_thread(
-        subprocess.run, ["bash", "-o", "pipefail", "-c", example.command], cwd=shell.workspace, env=shell.env,
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, check=False)
-    shown = f"$ {example.command}\n{done.stdout}\n{done.stderr}"
+    if example.language == "python":
+        argv = [sys.executable, "-c", PYTHON, example.command]
+    else:
+        argv = ["bash", "-o", "pipefail", "-c", example.command]
+    done = await asyncio.to_thread(subprocess.run, argv, cwd=shell.workspace, env=shell.env,
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+                                   check=False)
+    shown = f"{example.command}\n---\n{done.stdout}\n{done.stderr}"
     assert done.returncode == 0, shown
     expected = EXPECTED.get(example.subcommand)
-    assert expected is not None, f"say in EXPECTED what `mini-agent {example.subcommand}` must print"
+    assert expected is not None, f"say in EXPECTED what `{example.subcommand}` examples must print"
     assert re.search(expected, done.stdout), shown
