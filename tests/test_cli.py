@@ -316,6 +316,17 @@ async def test_sessions_list_show_approve_and_resume_a_stored_session(workspace:
 
 
 @pytest.mark.asyncio
+async def test_what_the_daemon_shows_the_user_is_said_once(workspace: Path) -> None:
+    """A store that cannot be opened reaches the command as `window/showMessage` (its log is quiet
+    under the command); the run still answers."""
+    (workspace / ".mini-agent").write_text("a file where the store's folder would go")
+    async with ReplayServer([{"content": "Final Answer: ok"}]) as model:
+        done = await asyncio.to_thread(run_cli, ["ask", "hello", "--base-url", model.base_url], workspace)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("sessions will not be saved") == 1, done.stderr
+
+
+@pytest.mark.asyncio
 async def test_tools_takes_one_file_per_flag_and_never_the_task(workspace: Path) -> None:
     async with ReplayServer(SEED_SCRIPT) as model:
         done = await asyncio.to_thread(

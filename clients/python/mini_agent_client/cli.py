@@ -132,13 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(COMMANDS[args.command](args))
     except UsageError as exc:
-        print(f"mini-agent: {exc}", file=sys.stderr)
+        say(str(exc))
         return EXIT_USAGE
     except RpcError as exc:
-        print(f"mini-agent: {exc.message}", file=sys.stderr)
+        say(exc.message)
         return EXIT_FAILED
     except ConnectionClosed:
-        print("mini-agent: the daemon exited unexpectedly (its messages are above)", file=sys.stderr)
+        say("the daemon exited unexpectedly (what it printed is above; MINI_AGENT_LOG=debug shows its log)")
         return EXIT_FAILED
 
 
@@ -200,9 +200,26 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
 
 def _spawn(root: Path, **fields: Any) -> contextlib.AbstractAsyncContextManager[AgentClient]:
     """The command's daemon. Its log stays quiet unless MINI_AGENT_LOG asks for it: every failure
-    reaches this command as an answer, and the command reports each one itself, once."""
+    reaches this command as an answer or a `window/showMessage`, and the command says each once."""
     env = {**os.environ, "MINI_AGENT_LOG": os.environ.get("MINI_AGENT_LOG", "CRITICAL")}
-    return AgentClient.spawn(root=root, env=env, **fields)
+    return AgentClient.spawn(root=root, env=env, on_message=_show_message, **fields)
+
+
+def _show_message(params: dict[str, Any]) -> None:
+    if params.get("type", 4) <= 2:  # errors and warnings; info and log lines are for editors' logs
+        say(str(params.get("message", "")))
+
+
+_said: set[str] = set()
+
+
+def say(message: str) -> None:
+    """A line on stderr for the person. The same message twice (the daemon's notice about its options,
+    then each request refused for the same reason) is said once."""
+    text = message.removeprefix("mini-agent: ")
+    if text not in _said:
+        _said.add(text)
+        print(f"mini-agent: {text}", file=sys.stderr)
 
 
 @contextlib.asynccontextmanager
@@ -344,7 +361,7 @@ async def _read_stdin_line() -> str:
 def _outcome(result: dict[str, Any], *, interrupted: bool) -> int:
     reason = result.get("stopReason")
     if interrupted or reason == "cancelled":
-        print("mini-agent: cancelled", file=sys.stderr)
+        say("cancelled")
         return EXIT_CANCELLED
     if reason == "end_turn":
         return EXIT_OK
@@ -354,7 +371,7 @@ def _outcome(result: dict[str, Any], *, interrupted: bool) -> int:
         "loop_detected": "stopped: the model kept repeating the same tool call",
     }
     fallback = f"the session ended as {result.get('status')}"
-    print(f"mini-agent: {messages.get(reason or '', fallback)}", file=sys.stderr)
+    say(messages.get(reason or "", fallback))
     return EXIT_FAILED
 
 

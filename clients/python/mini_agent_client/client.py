@@ -132,6 +132,7 @@ class AgentClient:
         ndjson: bool = False,
         tap: Tap | None = None,
         workspace_trusted: bool = False,
+        on_message: Callable[[dict[str, Any]], None] | None = None,
     ) -> AsyncIterator[AgentClient]:
         """Start a daemon over stdio, initialize it for `root`, and shut it down on exit.
 
@@ -139,6 +140,8 @@ class AgentClient:
         JSON to `mini-agent serve --ndjson` instead of LSP framing; `tap` sees every message.
         `workspace_trusted` sends `workspaceTrusted: true`: the daemon then restores the tools registered
         in this workspace before (an untrusted one keeps only what this client registers itself).
+        `on_message` gets each `window/showMessage` (`{type, message}`), from before `initialize`: what
+        the daemon says about its options or its store comes right after it.
         """
         options = {**(options or {}), **({"workspaceTrusted": True} if workspace_trusted else {})}
         process = await asyncio.create_subprocess_exec(
@@ -152,6 +155,8 @@ class AgentClient:
         )
         assert process.stdin is not None and process.stdout is not None
         connection = Connection(process.stdout, process.stdin, ndjson=ndjson, tap=tap)
+        if on_message is not None:
+            connection.on_notification("window/showMessage", on_message)
         connection.start()
         client = cls(process, connection)
         try:
