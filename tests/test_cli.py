@@ -308,7 +308,8 @@ async def test_sessions_list_show_approve_and_resume_a_stored_session(workspace:
         approved = await asyncio.to_thread(run_cli, approve, workspace)
         assert approved.returncode == 0, approved.stderr
         resumed = await asyncio.to_thread(
-            run_cli, ["sessions", "resume", session_id, "--json", "--base-url", model.base_url], workspace)
+            run_cli, ["sessions", "resume", session_id, "--json", "--trust", "--base-url", model.base_url],
+            workspace)  # --trust: the session's tool was registered by the first daemon, and is restored
     assert resumed.returncode == 0, resumed.stderr
     result = json.loads(resumed.stdout.splitlines()[-1])
     assert result["stopReason"] == "end_turn" and result["finalAnswer"] == "deleted victim.txt"
