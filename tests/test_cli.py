@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -27,7 +28,7 @@ from mini_agent_client import AgentClient
 from mini_agent_client.demo import SCRIPT as SEED_SCRIPT
 from mini_agent_client.demo import TASK as SEED_TASK
 
-from .conftest import daemon_env
+from .conftest import EXAMPLE, ROOT, daemon_env
 
 CLI = [sys.executable, "-m", "mini_agent_client.cli"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -163,18 +164,28 @@ def test_bad_usage_exits_2(args: list[str], workspace: Path) -> None:
     assert done.stderr.strip()
 
 
-def test_an_unreachable_model_server_exits_1_naming_the_url(workspace: Path) -> None:
+@pytest.mark.asyncio
+async def test_an_unreachable_model_server_is_reported_once_and_exits_1(workspace: Path) -> None:
+    """The daemon words the failure (llm/client.py); the terminal shows its message once, not once
+    from the trace and again from the exit."""
     url = closed_port_url()
-    done = run_cli(["ask", "hello", "--base-url", url], workspace)
-    assert done.returncode == 1
-    assert url in done.stderr
+    args = ["ask", "hello", "--base-url", url]
+    done, (code, screen) = await asyncio.gather(
+        asyncio.to_thread(run_cli, [*args, "--json"], workspace),
+        asyncio.to_thread(run_in_pty, args, workspace),
+    )
+    assert done.returncode == 1 and code == 1, screen
+    message = json.loads(done.stdout.splitlines()[-1])["error"]
+    assert url in message
+    assert " ".join(message.split()) in " ".join(done.stderr.split())
+    assert " ".join(screen.split()).count(" ".join(message.split())) == 1, screen
 
 
-def test_a_refused_tool_file_exits_1_with_the_reason(workspace: Path) -> None:
+def test_a_refused_tool_file_exits_1_with_the_reason_said_once(workspace: Path) -> None:
     (workspace / "broken.py").write_text("import does_not_exist_anywhere\n")
     done = run_cli(["ask", "hello", "--tools", "broken.py", "--base-url", closed_port_url()], workspace)
     assert done.returncode == 1
-    assert "does_not_exist_anywhere" in done.stderr
+    assert (done.stdout + done.stderr).count("does_not_exist_anywhere") == 1, done.stderr
 
 
 @pytest.mark.asyncio
@@ -297,8 +308,93 @@ async def test_sessions_list_show_approve_and_resume_a_stored_session(workspace:
         approved = await asyncio.to_thread(run_cli, approve, workspace)
         assert approved.returncode == 0, approved.stderr
         resumed = await asyncio.to_thread(
-            run_cli, ["sessions", "resume", session_id, "--json", "--base-url", model.base_url], workspace)
+            run_cli, ["sessions", "resume", session_id, "--json", "--trust", "--base-url", model.base_url],
+            workspace)  # --trust: the session's tool was registered by the first daemon, and is restored
     assert resumed.returncode == 0, resumed.stderr
     result = json.loads(resumed.stdout.splitlines()[-1])
     assert result["stopReason"] == "end_turn" and result["finalAnswer"] == "deleted victim.txt"
     assert not (workspace / "victim.txt").exists()
+
+
+@pytest.mark.asyncio
+async def test_what_the_daemon_shows_the_user_is_said_once(workspace: Path) -> None:
+    """A store that cannot be opened reaches the command as `window/showMessage` (its log is quiet
+    under the command); the run still answers."""
+    (workspace / ".mini-agent").write_text("a file where the store's folder would go")
+    async with ReplayServer([{"content": "Final Answer: ok"}]) as model:
+        done = await asyncio.to_thread(run_cli, ["ask", "hello", "--base-url", model.base_url], workspace)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("sessions will not be saved") == 1, done.stderr
+
+
+@pytest.mark.asyncio
+async def test_tools_takes_one_file_per_flag_and_never_the_task(workspace: Path) -> None:
+    async with ReplayServer(SEED_SCRIPT) as model:
+        done = await asyncio.to_thread(
+            run_cli, ["ask", "--tools", "tools.py", "--tools", "metrics.py", SEED_TASK, "--json",
+                      "--base-url", model.base_url], workspace)
+        first = json.dumps(model.requests[0])
+    assert done.returncode == 0, done.stderr
+    assert all(name in first for name in ("list_python_files", "count_file_lines", "average"))
+    assert json.loads(done.stdout.splitlines()[-1])["stopReason"] == "end_turn"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("trust", [True, False])
+async def test_trust_flag_tells_the_daemon_the_workspace_is_trusted(trust: bool, workspace: Path) -> None:
+    """What the daemon received, from its own log (MINI_AGENT_LOG reaches the command's daemon)."""
+    flag = ["--trust"] if trust else []
+    async with ReplayServer([{"content": "Final Answer: ok"}]) as model:
+        done = await asyncio.to_thread(
+            run_cli, ["ask", "hello", *flag, "--base-url", model.base_url], workspace, MINI_AGENT_LOG="debug")
+    assert done.returncode == 0, done.stderr
+    received = re.search(r"initialization_options=(\{.*?\}), trace=", done.stderr)
+    assert received is not None, done.stderr
+    assert ("'workspaceTrusted': True" in received.group(1)) is trust
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_the_client_library_sends_workspace_trusted(trusted: bool, workspace: Path) -> None:
+    sent: list[dict[str, Any]] = []
+    llm = {"llm": {"baseUrl": closed_port_url()}}
+    async with AgentClient.spawn(root=workspace, options=llm, env=daemon_env(), workspace_trusted=trusted,
+                                 tap=lambda direction, message: sent.append(message)) as client:
+        assert "agent/registerTool" in client.methods  # the daemon took the options and answered
+    options = next(m for m in sent if m.get("method") == "initialize")["params"]["initializationOptions"]
+    assert options == {**llm, **({"workspaceTrusted": True} if trusted else {})}
+
+
+@pytest.mark.fresh_clone
+def test_demo_script_sets_itself_up_from_a_fresh_clone(tmp_path: Path) -> None:
+    """`./scripts/demo.sh` in a copy of the checkout with no .venv: it makes one, installs the
+    checkout and runs the demo with the arguments it was given; a second run reuses that .venv."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE", "server", "clients", "scripts"):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, clone / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(source, clone / name)
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+    def demo(*args: str) -> str:
+        done = subprocess.run(["./scripts/demo.sh", *args], cwd=clone, env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    lines = sum(1 for line in (EXAMPLE / "schema.py").read_text().splitlines() if line.strip())
+    native = demo("--tool-mode", "native")
+    assert f"answer schema.py has {lines} non-empty lines." in native
+    assert "Action:" not in native  # the argument reached `mini-agent demo`: no ReAct text
+    where = "import mini_agent; print(mini_agent.__file__)"
+    python = clone / ".venv" / "bin" / "python"
+    installed = subprocess.run([python, "-c", where], env=env, capture_output=True, text=True,
+                               check=True).stdout
+    assert installed.startswith(str(clone / "server")), installed
+    (clone / ".venv" / "kept").touch()
+    react = demo()
+    assert "Action: count_file_lines" in react and f"answer schema.py has {lines} non-empty lines." in react
+    assert (clone / ".venv" / "kept").exists()

@@ -1,6 +1,6 @@
 """The `mini-agent` command line: serve the daemon, or drive one from a terminal or a script.
 
-    mini-agent ask "How many lines does tools.py have?" --tools tools.py --base-url http://127.0.0.1:8000/v1
+    mini-agent ask --tools tools.py --tools metrics.py "How many lines does tools.py have?"
     echo "task" | mini-agent ask - --tools tools.py --json | jq -r 'select(.kind=="result") | .finalAnswer'
     mini-agent tools tools.py                  # the reflected schemas, as JSON
     mini-agent sessions --status awaiting_approval
@@ -51,8 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="run one task with a model and workspace tools")
     ask.add_argument("task", help='the task; "-" reads it from stdin')
-    ask.add_argument("--tools", nargs="+", default=[], metavar="FILE",
-                     help="workspace Python files to use as tools")
+    # One FILE per flag (as pytest -p, docker -v): a list-valued option would take the task as a file.
+    ask.add_argument("--tools", action="append", default=[], metavar="FILE",
+                     help="a workspace Python file whose functions are tools (repeat for more files)")
     ask.add_argument("--max-steps", type=_positive, help="the session's step budget")
     _run_options(ask)
 
@@ -98,6 +99,9 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model name (default: $MINI_AGENT_MODEL)")
     parser.add_argument("--tool-mode", choices=["react", "native", "auto"])
     _json_option(parser)
+    parser.add_argument("--trust", action="store_true",
+                        help="trust the workspace: restore the tools registered in it before (default: only "
+                             "the --tools given here)")
     parser.add_argument("--approve", choices=["ask", "all", "none"],
                         help="tools that need approval: ask in the terminal (default there), allow all, or "
                              "reject all (default without a terminal)")
@@ -128,13 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(COMMANDS[args.command](args))
     except UsageError as exc:
-        print(f"mini-agent: {exc}", file=sys.stderr)
+        say(str(exc))
         return EXIT_USAGE
     except RpcError as exc:
-        print(f"mini-agent: {exc.message}", file=sys.stderr)
+        say(exc.message)
         return EXIT_FAILED
     except ConnectionClosed:
-        print("mini-agent: the daemon exited unexpectedly (its messages are above)", file=sys.stderr)
+        say("the daemon exited unexpectedly (what it printed is above; MINI_AGENT_LOG=debug shows its log)")
         return EXIT_FAILED
 
 
@@ -158,7 +162,7 @@ async def ask_command(args: argparse.Namespace) -> int:
 async def tools_command(args: argparse.Namespace) -> int:
     root = _root(args)
     files = [_tool_path(name, root) for name in args.files]
-    async with AgentClient.spawn(root=root, options={"store": {"enabled": False}}) as client:
+    async with _spawn(root, options={"store": {"enabled": False}}) as client:
         tools = [tool for path in files for tool in await client.register_tool(path)]
     print(json.dumps(tools, indent=2, ensure_ascii=False))
     return EXIT_OK
@@ -173,7 +177,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
                     await client.call("agent/resumeSession", {"sessionId": args.session_id})
                 return await runner(args.session_id, ctrl_c)
         return _outcome({}, interrupted=True)
-    async with AgentClient.spawn(root=root) as client:
+    async with _spawn(root) as client:
         if args.action == "approve":
             await client.approve(args.session_id, args.tool_call_id, args.decision, args.reason)
             print(f"{args.decision} recorded; `mini-agent sessions resume {args.session_id}` goes on")
@@ -194,6 +198,30 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
 # -- running a session -------------------------------------------------------------------------
 
 
+def _spawn(root: Path, **fields: Any) -> contextlib.AbstractAsyncContextManager[AgentClient]:
+    """The command's daemon. Its log stays quiet unless MINI_AGENT_LOG asks for it: every failure
+    reaches this command as an answer or a `window/showMessage`, and the command says each once."""
+    env = {**os.environ, "MINI_AGENT_LOG": os.environ.get("MINI_AGENT_LOG", "CRITICAL")}
+    return AgentClient.spawn(root=root, env=env, on_message=_show_message, **fields)
+
+
+def _show_message(params: dict[str, Any]) -> None:
+    if params.get("type", 4) <= 2:  # errors and warnings; info and log lines are for editors' logs
+        say(str(params.get("message", "")))
+
+
+_said: set[str] = set()
+
+
+def say(message: str) -> None:
+    """A line on stderr for the person. The same message twice (the daemon's notice about its options,
+    then each request refused for the same reason) is said once."""
+    text = message.removeprefix("mini-agent: ")
+    if text not in _said:
+        _said.add(text)
+        print(f"mini-agent: {text}", file=sys.stderr)
+
+
 @contextlib.asynccontextmanager
 async def _client(args: argparse.Namespace, root: Path) -> AsyncIterator[tuple[AgentClient, SessionRunner]]:
     """A daemon set up for this command's model options, and the runner that shows its sessions."""
@@ -211,7 +239,7 @@ async def _client(args: argparse.Namespace, root: Path) -> AsyncIterator[tuple[A
 
         view = LiveView(Console())
     try:
-        async with AgentClient.spawn(root=root, options=_options(args)) as client:
+        async with _spawn(root, options=_options(args), workspace_trusted=args.trust) as client:
             runner = SessionRunner(client, view, policy)
             client.on_permission(runner.decide)
             yield client, runner
@@ -333,17 +361,17 @@ async def _read_stdin_line() -> str:
 def _outcome(result: dict[str, Any], *, interrupted: bool) -> int:
     reason = result.get("stopReason")
     if interrupted or reason == "cancelled":
-        print("mini-agent: cancelled", file=sys.stderr)
+        say("cancelled")
         return EXIT_CANCELLED
     if reason == "end_turn":
         return EXIT_OK
     messages = {
-        "error": f"the model server failed: {result.get('error')}",
+        "error": str(result.get("error")),  # the daemon's own words: which URL, what happened, what to do
         "max_turn_requests": f"no answer within the step budget ({result.get('steps')} steps)",
         "loop_detected": "stopped: the model kept repeating the same tool call",
     }
     fallback = f"the session ended as {result.get('status')}"
-    print(f"mini-agent: {messages.get(reason or '', fallback)}", file=sys.stderr)
+    say(messages.get(reason or "", fallback))
     return EXIT_FAILED
 
 

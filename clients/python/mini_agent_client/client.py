@@ -131,12 +131,19 @@ class AgentClient:
         env: dict[str, str] | None = None,
         ndjson: bool = False,
         tap: Tap | None = None,
+        workspace_trusted: bool = False,
+        on_message: Callable[[dict[str, Any]], None] | None = None,
     ) -> AsyncIterator[AgentClient]:
         """Start a daemon over stdio, initialize it for `root`, and shut it down on exit.
 
         `options` are the `initializationOptions` (docs/protocol.md); `ndjson` speaks newline-delimited
         JSON to `mini-agent serve --ndjson` instead of LSP framing; `tap` sees every message.
+        `workspace_trusted` sends `workspaceTrusted: true`: the daemon then restores the tools registered
+        in this workspace before (an untrusted one keeps only what this client registers itself).
+        `on_message` gets each `window/showMessage` (`{type, message}`), from before `initialize`: what
+        the daemon says about its options or its store comes right after it.
         """
+        options = {**(options or {}), **({"workspaceTrusted": True} if workspace_trusted else {})}
         process = await asyncio.create_subprocess_exec(
             *(command or daemon_command(ndjson=ndjson)),
             stdin=asyncio.subprocess.PIPE,
@@ -148,10 +155,12 @@ class AgentClient:
         )
         assert process.stdin is not None and process.stdout is not None
         connection = Connection(process.stdout, process.stdin, ndjson=ndjson, tap=tap)
+        if on_message is not None:
+            connection.on_notification("window/showMessage", on_message)
         connection.start()
         client = cls(process, connection)
         try:
-            await client.initialize(Path(root).resolve(), options or {})
+            await client.initialize(Path(root).resolve(), options)
             yield client
         finally:
             await client.close()

@@ -30,6 +30,17 @@ SCRIPT: list[dict[str, Any]] = [
     {"content": "Thought: I have the count from the tool.\n"
                 "Final Answer: schema.py has {last_observation} non-empty lines."},
 ]
+# The same four turns as a server with native tool calling plays them (`--tool-mode native`).
+NATIVE_SCRIPT: list[dict[str, Any]] = [
+    {"content": "First I need to see which Python files the workspace has.",
+     "tool_calls": [{"name": "list_python_files", "arguments": {"directory": "."}}]},
+    {"content": "schema.py is there. Now I count its non-empty lines.",
+     "tool_calls": [{"name": "count_file_lines", "arguments": {"path": "schema.py", "ignore_empty": True}}]},
+    {"content": "The tool says the parameter is called file_path, not path. Calling it again.",
+     "tool_calls": [{"name": "count_file_lines",
+                     "arguments": {"file_path": "schema.py", "ignore_empty": True}}]},
+    {"content": "schema.py has {last_observation} non-empty lines."},
+]
 
 
 def example_workspace() -> Path:
@@ -44,7 +55,7 @@ async def run_demo(out: TextIO = sys.stdout, *, tool_mode: str = "react") -> int
     with tempfile.TemporaryDirectory(prefix="mini-agent-demo-") as tmp:
         root = Path(tmp) / "workspace"
         shutil.copytree(example_workspace(), root, ignore=shutil.ignore_patterns("__pycache__"))
-        async with ReplayServer(SCRIPT) as model:
+        async with ReplayServer(NATIVE_SCRIPT if tool_mode == "native" else SCRIPT) as model:
             options = {"llm": {"baseUrl": model.base_url, "model": "replay", "toolMode": tool_mode},
                        "store": {"enabled": False}}
             async with AgentClient.spawn(root=root, options=options) as client:

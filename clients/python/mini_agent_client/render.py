@@ -90,7 +90,8 @@ class LiveView:
         elif event.kind == MESSAGE:
             self._flush_thought()
             self.console.print(Panel(Markdown(event.text), title="answer", border_style="green"))
-        elif event.kind == STATUS and event.error:
+        elif event.kind == STATUS and event.error and not event.stop_reason:
+            # An error that ends the run is the command's to report, once (on stderr, with the exit code).
             self._flush_thought()
             self.console.print(Text(f"step {event.step + 1}: {event.error}", style="yellow"))
         elif event.kind == RESULT:
