@@ -143,6 +143,14 @@ def test_no_core_module_spells_a_wire_key() -> None:
     assert spelled == {}
 
 
+def test_no_module_of_the_daemon_is_longer_than_500_lines() -> None:
+    lengths = {
+        str(path.relative_to(CORE)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in CORE.rglob("*.py")
+    }
+    assert {name: n for name, n in lengths.items() if n > 500} == {}
+
+
 # -- loop detection --------------------------------------------------------------------------------
 
 
