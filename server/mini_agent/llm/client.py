@@ -1,8 +1,7 @@
-"""The model port's HTTP side: an OpenAI-compatible chat-completions client on aiohttp.
+"""The model port's HTTP side: an OpenAI-compatible chat-completions client.
 
-One client serves every session of a daemon: one aiohttp session (keep-alive, so a step costs one
-request on a warm connection), created on first use because importing aiohttp costs a quarter of a
-second the daemon should not spend before answering `initialize`.
+One client serves every session of a daemon, over one transport (`transport.py`: aiohttp with
+keep-alive by default, a fake in unit tests).
 
 The three tool modes differ only in how the request is built and how the reply is read; the
 transport — streaming, stop strings, retries, errors — is shared. A streamed completion is cut at
@@ -21,7 +20,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..contracts import (
     LLMConfig,
@@ -36,9 +35,7 @@ from ..contracts import (
 )
 from . import react
 from .stream import SSEDecoder, StopScanner, cut_at_stop
-
-if TYPE_CHECKING:
-    import aiohttp
+from .transport import AiohttpTransport, Reply, Transport, TransportError
 
 # Words in an error body that say the server cannot take the `tools` field.
 _TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)
@@ -113,12 +110,17 @@ class OpenAICompatibleClient:
     """
 
     def __init__(
-        self, *, backoff_base: float = 0.5, backoff_cap: float = 8.0, retry_after_cap: float = 30.0
+        self,
+        *,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 8.0,
+        retry_after_cap: float = 30.0,
+        transport: Transport | None = None,
     ) -> None:
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
         self._retry_after_cap = retry_after_cap
-        self._http: aiohttp.ClientSession | None = None
+        self._transport = transport if transport is not None else AiohttpTransport()
         self._react_only: set[tuple[str, str]] = set()  # (base_url, model) that refused `tools`
 
     async def __aenter__(self) -> OpenAICompatibleClient:
@@ -128,9 +130,7 @@ class OpenAICompatibleClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        await self._transport.aclose()
 
     async def generate(
         self,
@@ -203,8 +203,6 @@ class OpenAICompatibleClient:
         fallback: bool,
     ) -> _Completion:
         """POST with retries; every failure that leaves here is an `LLMError` (or `_ToolsRejected`)."""
-        import aiohttp
-
         url = config.base_url.rstrip("/") + "/chat/completions"
         sink = _Sink(on_text)
         body = json.dumps(payload, ensure_ascii=False).encode()
@@ -220,7 +218,7 @@ class OpenAICompatibleClient:
                 delay = self._delay(attempt, exc.retry_after)
             except _BadReply as exc:
                 raise _failure(url, str(exc), attempt) from exc
-            except (aiohttp.ClientError, TimeoutError, _StreamCut) as exc:
+            except (TransportError, TimeoutError, _StreamCut) as exc:
                 if last_try or sink.used:
                     raise _failure(url, _describe(exc, config), attempt) from exc
                 delay = self._delay(attempt, None)
@@ -230,18 +228,12 @@ class OpenAICompatibleClient:
     async def _attempt(
         self, url: str, body: bytes, config: LLMConfig, sink: _Sink, stops: Sequence[str]
     ) -> _Completion:
-        import aiohttp
-
-        http = self._session()
         headers = {"Content-Type": "application/json"}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=config.timeout_sec, sock_read=config.timeout_sec
-        )
-        async with http.post(url, data=body, headers=headers, timeout=timeout) as resp:
+        async with self._transport.post(url, body, headers, config.timeout_sec) as resp:
             if resp.status >= 400:
-                text = await resp.text(errors="replace")
+                text = (await resp.read()).decode(errors="replace")
                 raise _HTTPStatusError(resp.status, text, _retry_after(resp.headers.get("Retry-After")))
             if resp.content_type == "text/event-stream":
                 return await _read_stream(resp, sink, stops)
@@ -249,13 +241,6 @@ class OpenAICompatibleClient:
         done = _read_whole(raw, stops)
         sink(done.text)
         return done
-
-    def _session(self) -> aiohttp.ClientSession:
-        import aiohttp
-
-        if self._http is None or self._http.closed:
-            self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(keepalive_timeout=60))
-        return self._http
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -343,10 +328,10 @@ class _StreamAssembler:
             self._sink(text)
 
 
-async def _read_stream(resp: aiohttp.ClientResponse, sink: _Sink, stops: Sequence[str]) -> _Completion:
+async def _read_stream(resp: Reply, sink: _Sink, stops: Sequence[str]) -> _Completion:
     decoder = SSEDecoder()
     assembler = _StreamAssembler(sink, stops)
-    async for raw in resp.content.iter_any():
+    async for raw in resp.chunks():
         if any(assembler.take(data) for data in decoder.feed(raw)):
             resp.close()  # a server that ignores `stop` would keep generating: hang up on it
             return assembler.result()
