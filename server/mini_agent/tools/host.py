@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mini_agent.contracts import MAX_OUTPUT_BYTES, TOOL_TIMEOUT_SEC
 from mini_agent.tools import protocol
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -258,7 +259,7 @@ class ToolHost:
         self,
         workspace_root: Path,
         *,
-        max_output_bytes: int = 65536,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
         max_hosts: int = 4,
         python: str = sys.executable,
         start_timeout_sec: float = 60.0,
@@ -279,7 +280,7 @@ class ToolHost:
         function: str | None = None,
         name: str | None = None,
         description: str | None = None,
-        timeout: float = 30.0,
+        timeout: float = TOOL_TIMEOUT_SEC,
     ) -> list[dict[str, Any]]:
         """Execute `path` afresh in a host and return its tool dicts; other hosts follow lazily."""
         key = str(path)

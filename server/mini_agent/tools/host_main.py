@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from mini_agent.contracts import MAX_OUTPUT_BYTES
 from mini_agent.tools import protocol
 from mini_agent.tools.reflect import (
     ArgumentsError,
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--request-fd", type=int, required=True)
     parser.add_argument("--reply-fd", type=int, required=True)
     parser.add_argument("--log-fd", type=int, required=True)
-    parser.add_argument("--max-output", type=int, default=65536)
+    parser.add_argument("--max-output", type=int, default=MAX_OUTPUT_BYTES)
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args(argv)
     for fd in (args.request_fd, args.reply_fd, args.log_fd):

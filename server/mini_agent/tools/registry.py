@@ -23,7 +23,14 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from mini_agent.contracts import Observation, ToolCall, ToolSource, ToolSpec
+from mini_agent.contracts import (
+    MAX_OUTPUT_BYTES,
+    TOOL_TIMEOUT_SEC,
+    Observation,
+    ToolCall,
+    ToolSource,
+    ToolSpec,
+)
 from mini_agent.errors import AgentError
 from mini_agent.tools.host import CallResult, LoadError, ToolHost
 from mini_agent.tools.protocol import cap_text
@@ -73,8 +80,8 @@ class ToolRegistry:
         self,
         workspace_root: Path,
         *,
-        timeout_sec: float = 30.0,
-        max_output_bytes: int = 65536,
+        timeout_sec: float = TOOL_TIMEOUT_SEC,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
         client_caller: ClientToolCaller | None = None,
         max_hosts: int = 4,
     ) -> None:
