@@ -107,16 +107,25 @@ def runtime_with(
 
 
 def lasting(events: list[AgentEvent]) -> list[AgentEvent]:
-    """A live stream without what only mattered while it ran, thought deltas joined per step."""
+    """A live stream without what only mattered while it ran, thought deltas joined per step, and
+    each step's usage moved to the step's end (where a replay reports it)."""
     out: list[AgentEvent] = []
+    usage: UsageReported | None = None
     for event in events:
         if isinstance(event, ToolCallStarted | StatusChanged):
             continue
+        if usage is not None and event.step != usage.step:
+            out.append(usage)
+            usage = None
         last = out[-1] if out else None
-        if isinstance(event, ThoughtChunk) and isinstance(last, ThoughtChunk) and last.step == event.step:
+        if isinstance(event, UsageReported):
+            usage = event
+        elif isinstance(event, ThoughtChunk) and isinstance(last, ThoughtChunk) and last.step == event.step:
             out[-1] = ThoughtChunk(event.session_id, event.step, last.text + event.text)
         else:
             out.append(event)
+    if usage is not None:
+        out.append(usage)
     final = [event for event in events if isinstance(event, StatusChanged)][-1]
     return [*out, StatusChanged(final.session_id, final.step + 1, final.status, final.stop_reason)]
 

@@ -121,6 +121,7 @@ class Stepper:
         session.steps.append(record)
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
         session.usage = session.usage + response.usage
+        self._emit(UsageReported(sid, index, record.usage, session.usage))
         if answered(record):
             self._emit(AnswerChunk(sid, index, record.final_answer or ""))
             record.stop_reason = StopReason.END_TURN
@@ -260,10 +261,9 @@ class Stepper:
             session.status = SessionStatus.READY
         session.touch()
         self._book.checkpoint(session)
-        sid = session.session_id
-        if _recorded(session, record) and not unfinished(record):
-            self._emit(UsageReported(sid, record.index, record.usage, session.usage))
-        self._emit(StatusChanged(sid, record.index, session.status, record.stop_reason, record.error))
+        self._emit(
+            StatusChanged(session.session_id, record.index, session.status, record.stop_reason, record.error)
+        )
 
     def _set_status(self, session: AgentSession, status: SessionStatus) -> None:
         if session.status is status:
@@ -306,10 +306,6 @@ def _cancelled(session: AgentSession) -> StepRecord:
         last.stop_reason = StopReason.CANCELLED
         return last
     return StepRecord(index=len(session.steps), stop_reason=StopReason.CANCELLED)
-
-
-def _recorded(session: AgentSession, record: StepRecord) -> bool:
-    return record.index < len(session.steps) and session.steps[record.index] is record
 
 
 def note(call: ToolCall, text: str) -> Observation:

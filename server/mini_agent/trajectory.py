@@ -1,8 +1,9 @@
 """Replay as a pure function: a stored session as the events a live run of it emitted.
 
-The order is the live one (thought, calls, outcomes, answer, usage per step, then the session's
-status); what only mattered while it ran — a call starting, the running / awaiting-approval
-statuses, each step's interim status — is left out.
+Per step: thought, calls, outcomes, answer, usage; then the session's status. That is the live order
+but for usage, which a live run reports as soon as the model turn ends and a replay at the end of the
+step (as `agent/loadSession` always has). What only mattered while it ran — a call starting, the
+running / awaiting-approval statuses, each step's interim status — is left out.
 """
 
 from __future__ import annotations
