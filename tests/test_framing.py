@@ -5,6 +5,7 @@ ends the daemon quietly."""
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -138,9 +139,14 @@ def test_end_of_input_right_after_shutdown_is_a_quiet_normal_exit(
     daemons: list[RawDaemon], workspace: Path
 ) -> None:
     """Neovim 0.11 sends `shutdown` and exits without reading the answer."""
+    with socket.socket() as probe:  # a model server that is not there: the HTTP session still opens
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
     raw = start(daemons, workspace)
-    raw.initialize()
+    raw.initialize({"llm": {"baseUrl": url}})
     assert raw.request("agent/registerTool", {"path": "tools.py"})["result"]["tools"]
+    session_id = raw.request("agent/startSession", {"task": "hi"})["result"]["sessionId"]
+    assert raw.request("agent/step", {"sessionId": session_id})["result"]["stopReason"] == "error"
     raw.send_bytes(b'{"jsonrpc": "2.0", "id": 40, "method": "shutdown"}')
     assert raw.process.stdin is not None and raw.process.stdout is not None
     raw.process.stdin.close()
