@@ -273,4 +273,7 @@ async def serve(
     while the loop still runs (so nothing is cancelled halfway and nothing warns about leaks)."""
     with contextlib.suppress(SystemExit):  # the `exit` notification
         await read(stop, source, endpoint, report, max_frame_bytes())
-    await on_end()
+    try:
+        await on_end()
+    except Exception as exc:  # the client is gone: say what failed, but leave as planned
+        log.warning("closing the daemon: %s", exc)

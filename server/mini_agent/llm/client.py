@@ -17,6 +17,7 @@ import email.utils
 import json
 import random
 import re
+import socket
 import time
 import uuid
 from collections.abc import Sequence
@@ -35,7 +36,7 @@ from ..contracts import (
     ToolSpec,
 )
 from . import react
-from .stream import SSEDecoder, SSELineTooLong, StopScanner, cut_at_stop
+from .stream import SSEDecoder, StopScanner, cut_at_stop
 
 if TYPE_CHECKING:
     import aiohttp
@@ -394,18 +395,14 @@ class _StreamAssembler:
 async def _read_stream(
     resp: aiohttp.ClientResponse, sink: _Sink, stops: Sequence[str], config: LLMConfig
 ) -> _Completion:
-    decoder = SSEDecoder(max_line=config.max_reply_bytes)
+    decoder = SSEDecoder()
     assembler = _StreamAssembler(sink, stops, config.max_tokens)
     received = 0
     async for raw in resp.content.iter_any():
         received += len(raw)
-        if received > config.max_reply_bytes:
-            raise _too_long(config)
-        try:
-            events = decoder.feed(raw)
-        except SSELineTooLong as exc:
-            raise _too_long(config) from exc
-        if any(assembler.take(data) for data in events):
+        if received > config.max_reply_bytes:  # this also bounds an event-stream line that never ends
+            raise _OverLimit(_too_long(config.max_reply_bytes, "the stream kept coming"))
+        if any(assembler.take(data) for data in decoder.feed(raw)):
             resp.close()  # a server that ignores `stop` would keep generating: hang up on it
             return assembler.result()
     # Read to the end of the body even after [DONE], so the connection can be kept alive.
@@ -418,22 +415,18 @@ async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
     """The whole body, refused as soon as it passes `limit` bytes (never held beyond that)."""
     declared = resp.content_length
     if declared is not None and declared > limit:
-        raise _OverLimit(_too_long_text(limit, f"the server announced {declared} bytes"))
+        raise _OverLimit(_too_long(limit, f"the server announced {declared} bytes"))
     chunks: list[bytes] = []
     size = 0
     async for chunk in resp.content.iter_any():
         size += len(chunk)
         if size > limit:
-            raise _OverLimit(_too_long_text(limit, "the reply kept coming"))
+            raise _OverLimit(_too_long(limit, "the reply kept coming"))
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-def _too_long(config: LLMConfig) -> _OverLimit:
-    return _OverLimit(_too_long_text(config.max_reply_bytes, "the stream kept coming"))
-
-
-def _too_long_text(limit: int, what: str) -> str:
+def _too_long(limit: int, what: str) -> str:
     return (
         f"the reply passed {limit} bytes ({what}) and was refused "
         "(llm.maxReplyBytes; raise it if the model's replies really are that long)"
@@ -575,9 +568,9 @@ def _describe(exc: BaseException, config: LLMConfig) -> str:
         )
     if isinstance(exc, _StreamCut):
         return str(exc)
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return f"the host name {exc.host!r} could not be resolved"
     if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc.os_error, socket.gaierror):
+            return f"the host name {exc.host!r} could not be resolved"
         if isinstance(exc.os_error, ConnectionRefusedError):
             return f"the connection was refused: nothing is listening on {exc.host}:{exc.port}"
         return f"could not connect to {exc.host}:{exc.port} ({exc.os_error.strerror or exc.os_error})"
@@ -591,11 +584,11 @@ def _describe_status(exc: _HTTPStatusError) -> str:
     except (ValueError, KeyError, TypeError):
         said = exc.body.strip()
     said = " ".join(said.split())[:_BODY_SNIPPET]
-    hint = {
-        401: " (check the API key: OPENAI_API_KEY or llm.apiKey)",
-        403: " (check the API key: OPENAI_API_KEY or llm.apiKey)",
-        404: " (check the base URL, which usually ends in /v1, and the model name)",
-    }.get(exc.status, "")
+    hint = ""
+    if exc.status in (401, 403):
+        hint = " (check the API key: OPENAI_API_KEY or llm.apiKey)"
+    elif exc.status == 404:
+        hint = " (check the base URL, which usually ends in /v1, and the model name)"
     return f"it answered HTTP {exc.status}" + (f": {said}" if said else "") + hint
 
 

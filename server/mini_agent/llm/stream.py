@@ -13,10 +13,6 @@ from collections.abc import Sequence
 _EOL = re.compile(r"\r\n|\r|\n")
 
 
-class SSELineTooLong(ValueError):
-    """A line grew past the decoder's cap: whatever the server is sending, it is not a reply."""
-
-
 class SSEDecoder:
     """Turns raw Server-Sent-Events bytes into the `data` payload of each complete event.
 
@@ -24,14 +20,12 @@ class SSEDecoder:
     reads is joined rather than replaced. Lines may end in LF, CRLF or a lone CR (the SSE spec allows
     all three); a CR at the end of a read waits for the next read to show whether an LF follows.
     Each read is scanned once and an unfinished line is kept as a list of pieces, so the work is
-    linear in the input however long a line grows; `max_line` (characters) bounds what is held.
+    linear in the input however long a line grows (the client caps the bytes it feeds in).
     """
 
-    def __init__(self, max_line: int | None = None) -> None:
+    def __init__(self) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._max_line = max_line
         self._partial: list[str] = []
-        self._partial_len = 0
         self._cr = ""  # a CR that ended the previous read
         self._data: list[str] = []
 
@@ -52,13 +46,10 @@ class SSEDecoder:
         for m in _EOL.finditer(text):
             self._partial.append(text[pos : m.start()])
             self._end_line("".join(self._partial), events)
-            self._partial, self._partial_len = [], 0
+            self._partial = []
             pos = m.end()
         if pos < len(text):
             self._partial.append(text[pos:])
-            self._partial_len += len(text) - pos
-            if self._max_line is not None and self._partial_len > self._max_line:
-                raise SSELineTooLong(f"an event-stream line passed {self._max_line} characters")
         return events
 
     def _end_line(self, line: str, events: list[str]) -> None:
