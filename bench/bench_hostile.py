@@ -96,8 +96,9 @@ async def scenario(
     async with hostile_process(behaviour) as base_url:
         llm = {"baseUrl": base_url, "maxRetries": 0, "stream": behaviour != "huge", **llm}
         options = {"llm": llm, "store": {"enabled": False}}
-        async with AgentClient.spawn(root=workspace, options=options, env=env, tap=tap,
-                                     command=[sys.executable, "-m", "mini_agent"]) as client:
+        async with AgentClient.spawn(
+            root=workspace, options=options, env=env, tap=tap, command=[sys.executable, "-m", "mini_agent"]
+        ) as client:
             pid = client.process.pid
             await client.call("agent/listTools")  # builds the daemon: not part of a round trip
             idle = await round_trips(client, asyncio.get_running_loop().create_future(), 0.5)
@@ -114,8 +115,13 @@ async def scenario(
                 await client.cancel(session_id)
                 await asyncio.wait([step], timeout=30)
             elapsed = time.perf_counter() - started
-            figures = {"behaviour": behaviour, "outcome": outcome, "elapsed_s": elapsed,
-                       "peak_rss_mib": peak_rss_mib(pid), "stdout_kib": written / 1024}
+            figures = {
+                "behaviour": behaviour,
+                "outcome": outcome,
+                "elapsed_s": elapsed,
+                "peak_rss_mib": peak_rss_mib(pid),
+                "stdout_kib": written / 1024,
+            }
             if busy:
                 figures["listTools_idle_ms"] = statistics.median(idle)
                 figures["listTools_busy_median_ms"] = statistics.median(busy)
@@ -135,7 +141,10 @@ async def main() -> None:
         return
     with tempfile.TemporaryDirectory() as workspace:
         runs: list[tuple[Behaviour, dict[str, Any]]] = [
-            ("tokens", {}), ("huge", {}), ("endless_line", {}), ("endless_line", {"maxReplyBytes": 2**32})
+            ("tokens", {}),
+            ("huge", {}),
+            ("endless_line", {}),
+            ("endless_line", {"maxReplyBytes": 2**32}),
         ]
         for behaviour, llm in runs:
             figures = await scenario(behaviour, args.tree.resolve(), args.seconds, Path(workspace), llm)
