@@ -275,7 +275,7 @@ class OpenAICompatibleClient:
         )
         async with http.post(url, data=body, headers=headers, timeout=timeout) as resp:
             if resp.status >= 400:
-                text = (await resp.content.read(_ERROR_BODY_LIMIT)).decode(errors="replace")
+                text = (await _read_prefix(resp, _ERROR_BODY_LIMIT)).decode(errors="replace")
                 raise _HTTPStatusError(resp.status, text, _retry_after(resp.headers.get("Retry-After")))
             if resp.content_type == "text/event-stream":
                 return await _read_stream(resp, sink, stops, config)
@@ -424,6 +424,18 @@ async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
             raise _OverLimit(_too_long(limit, "the reply kept coming"))
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _read_prefix(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """At most the first `limit` bytes of the body: an error page is read for its message only."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_any():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit]
 
 
 def _too_long(limit: int, what: str) -> str:
