@@ -152,7 +152,9 @@ class LLMConfig:
     max_tokens: int = 1024
     stream: bool = True
     max_retries: int = 3
-    timeout_sec: float = 120.0
+    timeout_sec: float = 120.0  # the longest silence while connecting or reading
+    request_timeout_sec: float = 600.0  # the whole request, retries included
+    max_reply_bytes: int = 8 * 1024 * 1024  # bytes read off one reply before it is refused
 
 
 class LLMError(Exception):

@@ -29,6 +29,8 @@ class LLMParams(Params):
     stream: bool | None = None
     max_retries: int | None = Field(default=None, ge=0, le=10)
     timeout_sec: float | None = Field(default=None, gt=0)
+    request_timeout_sec: float | None = Field(default=None, gt=0)
+    max_reply_bytes: int | None = Field(default=None, ge=1024)
 
     def apply(self, base: LLMConfig) -> LLMConfig:
         """`base` with every field this object sets."""
