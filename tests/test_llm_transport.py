@@ -24,6 +24,7 @@ class FakeReply:
     body: list[bytes]
     status: int = 200
     content_type: str = "text/event-stream"
+    content_length: int | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     closed: bool = False
 

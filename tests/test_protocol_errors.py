@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +20,16 @@ from .conftest import DAEMON, daemon_env
 class RawDaemon:
     """The daemon as a subprocess driven with hand-made frames; stderr goes to a file."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, *, command: Sequence[str] = DAEMON, **env: str) -> None:
         self.workspace = workspace
-        self.stderr = (workspace.parent / "daemon.stderr").open("wb")
+        self.stderr_path = workspace.parent / "daemon.stderr"
+        self.stderr = self.stderr_path.open("wb")
         self.process = subprocess.Popen(
-            DAEMON,
+            list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
-            env=daemon_env(),
+            env=daemon_env(**env),
             cwd=workspace,
         )
         self.next_id = 0

@@ -162,7 +162,10 @@ class LLMConfig:
     max_tokens: Annotated[int, Ge(1)] = 1024
     stream: bool = True
     max_retries: Annotated[int, Ge(0), Le(10)] = 3
-    timeout_sec: Annotated[float, Gt(0)] = 120.0
+    timeout_sec: Annotated[float, Gt(0)] = 120.0  # the longest silence while connecting or reading
+    request_timeout_sec: Annotated[float, Gt(0)] = 600.0  # the whole request, retries included
+    # bytes read off one reply before it is refused
+    max_reply_bytes: Annotated[int, Ge(1024)] = 8 * 1024 * 1024
 
 
 class LLMError(Exception):

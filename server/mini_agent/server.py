@@ -11,9 +11,10 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import (
@@ -156,6 +157,16 @@ class AgentServer(LanguageServer):
         self._init_error: str | None = None
         self.restoring: asyncio.Future[None] | None = None
         self.shutting_down = False
+        self._closing: asyncio.Future[None] | None = None
+
+    def close_daemon(self) -> asyncio.Future[None]:
+        """Stop tool hosts, close the HTTP session and the store, once: `shutdown` and the end of
+        input (an editor that exits without waiting for the answer) share the same closing."""
+        self.shutting_down = True
+        if self._closing is None:
+            daemon = self._daemon
+            self._closing = asyncio.ensure_future(daemon.aclose() if daemon is not None else asyncio.sleep(0))
+        return self._closing
 
     @property
     def daemon(self) -> Daemon:
@@ -251,9 +262,7 @@ def _show_error(ls: AgentServer, message: str) -> None:
 
 @server.feature(types.SHUTDOWN)
 async def on_shutdown(ls: AgentServer, params: Any) -> None:
-    ls.shutting_down = True
-    if ls._daemon is not None:
-        await ls._daemon.aclose()
+    await ls.close_daemon()
 
 
 # -- handlers ----------------------------------------------------------------------------------
@@ -478,9 +487,23 @@ def main(*, ndjson: bool = False) -> None:
     logging.getLogger("pygls").setLevel(
         logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL
     )
-    if ndjson:
-        from .ndjson import serve_ndjson
+    _serve(sys.stdin.buffer, wire_out, ndjson=ndjson)
 
-        serve_ndjson(server, sys.stdin.buffer, wire_out)
-    else:
-        server.start_io(sys.stdin.buffer, wire_out)
+
+def _serve(stdin: BinaryIO, stdout: BinaryIO, *, ndjson: bool) -> None:
+    """pygls' `start_io`, with our reader (bounded frames, errors answered) and a quiet end of input."""
+    from . import framing
+
+    stop = threading.Event()
+    server._stop_event = stop  # JsonRPCServer.shutdown() sets it, as with start_io
+    server.protocol.set_writer(framing.SafeWriter(stdout, newline=ndjson), include_headers=not ndjson)
+    source = framing.Source(stdin, server.thread_pool)
+    read = framing.read_lines if ndjson else framing.read_frames
+    assert isinstance(server.protocol, AgentProtocol)
+    try:
+        protocol, report = server.protocol, server.report_server_error
+        asyncio.run(framing.serve(stop, read, source, protocol, report, server.close_daemon))
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]

@@ -40,6 +40,12 @@ from .transport import AiohttpTransport, Reply, Transport, TransportError
 # Words in an error body that say the server cannot take the `tools` field.
 _TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)
 _BODY_SNIPPET = 300
+_ERROR_BODY_LIMIT = 64 * 1024  # of an error page: enough for the server's own message
+_REPOINT = (
+    " Start the model server, or point mini-agent at a running one: set OPENAI_BASE_URL, pass"
+    " --base-url to the CLI, or change the editor's base URL setting (miniAgent.baseUrl in VS Code,"
+    " llm.baseUrl in Neovim)."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,10 @@ class _HTTPStatusError(Exception):
 
 class _StreamCut(Exception):
     """The stream ended with neither `[DONE]` nor a finish_reason: the server gave up mid-reply."""
+
+
+class _OverLimit(Exception):
+    """The reply broke one of our own bounds (size, tokens); retrying would only repeat it."""
 
 
 class _ToolsRejected(Exception):
@@ -206,6 +216,27 @@ class OpenAICompatibleClient:
         url = config.base_url.rstrip("/") + "/chat/completions"
         sink = _Sink(on_text)
         body = json.dumps(payload, ensure_ascii=False).encode()
+        try:
+            async with asyncio.timeout(config.request_timeout_sec):
+                return await self._tries(url, body, payload, config, sink, stops, fallback=fallback)
+        except TimeoutError as exc:  # only the overall deadline gets here: a read timeout is an LLMError
+            why = (
+                f"the request took more than {config.request_timeout_sec:g} s in all and was abandoned "
+                "(llm.requestTimeoutSec; raise it for a slow model)"
+            )
+            raise _failure(config, why) from exc
+
+    async def _tries(
+        self,
+        url: str,
+        body: bytes,
+        payload: dict[str, Any],
+        config: LLMConfig,
+        sink: _Sink,
+        stops: Sequence[str],
+        *,
+        fallback: bool,
+    ) -> _Completion:
         for attempt in range(config.max_retries + 1):
             last_try = attempt == config.max_retries
             try:
@@ -214,13 +245,15 @@ class OpenAICompatibleClient:
                 if fallback and "tools" in payload and exc.refuses_tools:
                     raise _ToolsRejected from exc
                 if last_try or not exc.retryable:
-                    raise _failure(url, str(exc), attempt, exc.status) from exc
+                    raise _failure(config, _describe_status(exc), attempt, exc.status) from exc
                 delay = self._delay(attempt, exc.retry_after)
-            except _BadReply as exc:
-                raise _failure(url, str(exc), attempt) from exc
+            except (_BadReply, _OverLimit) as exc:
+                raise _failure(config, str(exc), attempt) from exc
             except (TransportError, TimeoutError, _StreamCut) as exc:
-                if last_try or sink.used:
-                    raise _failure(url, _describe(exc, config), attempt) from exc
+                refused_nearby = isinstance(exc, TransportError) and exc.refused_nearby
+                if last_try or sink.used or refused_nearby:
+                    advice = _REPOINT if isinstance(exc, TransportError) and exc.unreachable else ""
+                    raise _failure(config, _describe(exc, config), attempt, advice=advice) from exc
                 delay = self._delay(attempt, None)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last try always returns or raises")
@@ -233,11 +266,11 @@ class OpenAICompatibleClient:
             headers["Authorization"] = f"Bearer {config.api_key}"
         async with self._transport.post(url, body, headers, config.timeout_sec) as resp:
             if resp.status >= 400:
-                text = (await resp.read()).decode(errors="replace")
+                text = (await _read_prefix(resp, _ERROR_BODY_LIMIT)).decode(errors="replace")
                 raise _HTTPStatusError(resp.status, text, _retry_after(resp.headers.get("Retry-After")))
             if resp.content_type == "text/event-stream":
-                return await _read_stream(resp, sink, stops)
-            raw = await resp.read()
+                return await _read_stream(resp, sink, stops, config)
+            raw = await _read_bounded(resp, config.max_reply_bytes)
         done = _read_whole(raw, stops)
         sink(done.text)
         return done
@@ -255,9 +288,11 @@ class _StreamAssembler:
     by their `index` (their `id` and name come once, the arguments in pieces).
     """
 
-    def __init__(self, sink: TextSink, stops: Sequence[str]) -> None:
+    def __init__(self, sink: TextSink, stops: Sequence[str], max_pieces: int) -> None:
         self._sink = sink
         self._scanner = StopScanner(stops)
+        self._max_pieces = max_pieces
+        self._pieces = 0
         self._text: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._usage = TokenUsage()
@@ -299,9 +334,20 @@ class _StreamAssembler:
         finish = "stop" if self._scanner.stopped else self._finish
         return _Completion("".join(self._text), calls, self._usage, finish)
 
+    def _count_piece(self) -> None:
+        """Servers stream at least one token per piece, so more pieces than `max_tokens` means the
+        server is not honouring it: stop reading rather than trust it to end."""
+        self._pieces += 1
+        if self._pieces > self._max_pieces:
+            raise _OverLimit(
+                f"the model server sent more than {self._max_pieces} tokens without finishing: it ignores "
+                "max_tokens (llm.maxTokens; raise it if longer replies are expected)"
+            )
+
     def _take_choice(self, choice: dict[str, Any]) -> None:
         delta = choice.get("delta") or {}
-        if isinstance(delta.get("content"), str):
+        if isinstance(delta.get("content"), str) and delta["content"]:
+            self._count_piece()
             self._emit(self._scanner.feed(delta["content"]))
         for piece in delta.get("tool_calls") or []:
             self._take_call(piece)
@@ -319,6 +365,8 @@ class _StreamAssembler:
         if function.get("name"):
             slot["name"] = function["name"]
         arguments = function.get("arguments")
+        if arguments:
+            self._count_piece()
         if arguments is not None:
             slot["arguments"].append(arguments if isinstance(arguments, str) else json.dumps(arguments))
 
@@ -328,10 +376,16 @@ class _StreamAssembler:
             self._sink(text)
 
 
-async def _read_stream(resp: Reply, sink: _Sink, stops: Sequence[str]) -> _Completion:
+async def _read_stream(
+    resp: Reply, sink: _Sink, stops: Sequence[str], config: LLMConfig
+) -> _Completion:
     decoder = SSEDecoder()
-    assembler = _StreamAssembler(sink, stops)
+    assembler = _StreamAssembler(sink, stops, config.max_tokens)
+    received = 0
     async for raw in resp.chunks():
+        received += len(raw)
+        if received > config.max_reply_bytes:  # this also bounds an event-stream line that never ends
+            raise _OverLimit(_too_long(config.max_reply_bytes, "the stream kept coming"))
         if any(assembler.take(data) for data in decoder.feed(raw)):
             resp.close()  # a server that ignores `stop` would keep generating: hang up on it
             return assembler.result()
@@ -339,6 +393,40 @@ async def _read_stream(resp: Reply, sink: _Sink, stops: Sequence[str]) -> _Compl
     for data in decoder.close():
         assembler.take(data)
     return assembler.result()
+
+
+async def _read_bounded(resp: Reply, limit: int) -> bytes:
+    """The whole body, refused as soon as it passes `limit` bytes (never held beyond that)."""
+    declared = resp.content_length
+    if declared is not None and declared > limit:
+        raise _OverLimit(_too_long(limit, f"the server announced {declared} bytes"))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.chunks():
+        size += len(chunk)
+        if size > limit:
+            raise _OverLimit(_too_long(limit, "the reply kept coming"))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _read_prefix(resp: Reply, limit: int) -> bytes:
+    """At most the first `limit` bytes of the body: an error page is read for its message only."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.chunks():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit]
+
+
+def _too_long(limit: int, what: str) -> str:
+    return (
+        f"the reply passed {limit} bytes ({what}) and was refused "
+        "(llm.maxReplyBytes; raise it if the model's replies really are that long)"
+    )
 
 
 def _read_whole(raw: bytes, stops: Sequence[str]) -> _Completion:
@@ -465,16 +553,40 @@ def _error_text(error: Any) -> str:
 
 
 def _describe(exc: BaseException, config: LLMConfig) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"no answer within {config.timeout_sec:g} s ({type(exc).__name__})"
-    if isinstance(exc, _StreamCut):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    """What went wrong on the way to the server, in words."""
+    phase = "reading" if isinstance(exc, TimeoutError) else None
+    if isinstance(exc, TransportError):
+        phase = exc.phase
+    if phase is not None:
+        return (
+            f"no answer within {config.timeout_sec:g} s while {phase} "
+            "(llm.timeoutSec; the server may be overloaded, or still loading the model)"
+        )
+    return str(exc)
 
 
-def _failure(url: str, reason: str, attempt: int, status: int | None = None) -> LLMError:
-    tries = f" (after {attempt + 1} tries)" if attempt else ""
-    return LLMError(f"POST {url} failed: {reason}{tries}", url=url, status=status)
+def _describe_status(exc: _HTTPStatusError) -> str:
+    """The status with the server's own message (the `error.message` of an OpenAI-style body)."""
+    try:
+        said = _error_text(json.loads(exc.body)["error"])
+    except (ValueError, KeyError, TypeError):
+        said = exc.body.strip()
+    said = " ".join(said.split())[:_BODY_SNIPPET]
+    hint = ""
+    if exc.status in (401, 403):
+        hint = " (check the API key: OPENAI_API_KEY or llm.apiKey)"
+    elif exc.status == 404:
+        hint = " (check the base URL, which usually ends in /v1, and the model name)"
+    return f"it answered HTTP {exc.status}" + (f": {said}" if said else "") + hint
+
+
+def _failure(
+    config: LLMConfig, reason: str, attempt: int = 0, status: int | None = None, *, advice: str = ""
+) -> LLMError:
+    """One message a person can act on: which server, what happened, and what to change."""
+    tries = f" (gave up after {attempt + 1} tries)" if attempt else ""
+    message = f"The model server at {config.base_url} could not be used: {reason}{tries}."
+    return LLMError(message + advice, url=config.base_url.rstrip("/") + "/chat/completions", status=status)
 
 
 def _new_call_id() -> str:

@@ -19,32 +19,37 @@ class SSEDecoder:
     Bytes are decoded with an incremental UTF-8 decoder, so a character split across two network
     reads is joined rather than replaced. Lines may end in LF, CRLF or a lone CR (the SSE spec allows
     all three); a CR at the end of a read waits for the next read to show whether an LF follows.
+    Each read is scanned once and an unfinished line is kept as a list of pieces, so the work is
+    linear in the input however long a line grows (the client caps the bytes it feeds in).
     """
 
     def __init__(self) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buf = ""
+        self._partial: list[str] = []
+        self._cr = ""  # a CR that ended the previous read
         self._data: list[str] = []
 
     def feed(self, raw: bytes) -> list[str]:
         """The payloads of the events that `raw` completed, in order."""
-        self._buf += self._utf8.decode(raw)
-        return self._take_lines(final=False)
+        return self._take_lines(self._utf8.decode(raw), final=False)
 
     def close(self) -> list[str]:
         """Flush at end of stream: an event not closed by a blank line still counts."""
-        self._buf += self._utf8.decode(b"", final=True) + "\n\n"
-        return self._take_lines(final=True)
+        return self._take_lines(self._utf8.decode(b"", final=True) + "\n\n", final=True)
 
-    def _take_lines(self, *, final: bool) -> list[str]:
+    def _take_lines(self, text: str, *, final: bool) -> list[str]:
+        text, self._cr = self._cr + text, ""
+        if text.endswith("\r") and not final:
+            text, self._cr = text[:-1], "\r"
         events: list[str] = []
         pos = 0
-        for m in _EOL.finditer(self._buf):
-            if m.group() == "\r" and m.end() == len(self._buf) and not final:
-                break
-            self._end_line(self._buf[pos : m.start()], events)
+        for m in _EOL.finditer(text):
+            self._partial.append(text[pos : m.start()])
+            self._end_line("".join(self._partial), events)
+            self._partial = []
             pos = m.end()
-        self._buf = self._buf[pos:]
+        if pos < len(text):
+            self._partial.append(text[pos:])
         return events
 
     def _end_line(self, line: str, events: list[str]) -> None:

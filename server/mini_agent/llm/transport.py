@@ -9,6 +9,7 @@ makes of replies, errors and cut streams is tested without a socket.
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,12 +18,34 @@ if TYPE_CHECKING:
 
 
 class TransportError(ConnectionError):
-    """The request did not get through, or its answer broke off: worth another try."""
+    """The request did not get through, or its answer broke off, said in words (`str()`).
+
+    `phase` is "connecting" or "reading" when the server stayed silent past the timeout; `unreachable`
+    when no connection was made at all; `refused_nearby` when a server on this machine refused it, so
+    none is running there and retrying will not start one.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        phase: str | None = None,
+        unreachable: bool = False,
+        refused_nearby: bool = False,
+    ) -> None:
+        super().__init__(reason)
+        self.phase = phase
+        self.unreachable = unreachable
+        self.refused_nearby = refused_nearby
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class Reply(Protocol):
     status: int
     content_type: str
+    content_length: int | None  # as the server announced it
     headers: Mapping[str, str]
 
     async def read(self) -> bytes: ...
@@ -41,17 +64,34 @@ class Transport(Protocol):
     async def aclose(self) -> None: ...
 
 
+_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
 @contextlib.contextmanager
 def _network_errors() -> Iterator[None]:
-    """aiohttp's errors as TransportError; a timeout stays a TimeoutError (the client says how long)."""
+    """aiohttp's errors (its timeouts included) as a TransportError that says what happened."""
     import aiohttp
 
     try:
         yield
-    except TimeoutError:
-        raise
+    except aiohttp.ConnectionTimeoutError as exc:
+        raise TransportError(str(exc), phase="connecting", unreachable=True) from exc
+    except (aiohttp.ServerTimeoutError, TimeoutError) as exc:
+        raise TransportError(str(exc), phase="reading") from exc
+    except aiohttp.ClientConnectorError as exc:
+        refused = isinstance(exc.os_error, ConnectionRefusedError)
+        nearby = refused and exc.host in _LOOPBACK
+        raise TransportError(_connect_failure(exc), unreachable=True, refused_nearby=nearby) from exc
     except aiohttp.ClientError as exc:
         raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _connect_failure(exc: aiohttp.ClientConnectorError) -> str:
+    if isinstance(exc.os_error, socket.gaierror):
+        return f"the host name {exc.host!r} could not be resolved"
+    if isinstance(exc.os_error, ConnectionRefusedError):
+        return f"the connection was refused: nothing is listening on {exc.host}:{exc.port}"
+    return f"could not connect to {exc.host}:{exc.port} ({exc.os_error.strerror or exc.os_error})"
 
 
 class _AiohttpReply:
@@ -59,6 +99,7 @@ class _AiohttpReply:
         self._resp = resp
         self.status = resp.status
         self.content_type = resp.content_type
+        self.content_length = resp.content_length
         self.headers: Mapping[str, str] = resp.headers
 
     async def read(self) -> bytes:

@@ -1,0 +1,158 @@
+"""Framing attacks over the real daemon's stdio: every broken frame is answered with an error, the
+connection resumes at the next frame, sizes are capped, and an editor that leaves without waiting
+ends the daemon quietly."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .test_protocol_errors import RawDaemon, error_of
+
+LIST_TOOLS = b'{"jsonrpc": "2.0", "id": 99, "method": "agent/listTools", "params": {}}'
+
+
+@pytest.fixture
+def daemons() -> Any:
+    started: list[RawDaemon] = []
+    yield started
+    for daemon in started:
+        if daemon.process.poll() is None:
+            daemon.process.kill()
+            daemon.process.wait()
+
+
+def start(daemons: list[RawDaemon], workspace: Path, **kwargs: Any) -> RawDaemon:
+    daemon = RawDaemon(workspace, **kwargs)
+    daemons.append(daemon)
+    return daemon
+
+
+def write(daemon: RawDaemon, raw: bytes) -> None:
+    assert daemon.process.stdin is not None
+    daemon.process.stdin.write(raw)
+    daemon.process.stdin.flush()
+
+
+@pytest.mark.parametrize(
+    ("header", "named"),
+    [
+        (b"Content-Type: application/json\r\n", b"missing"),
+        (b"Content-Length: -5\r\n", b"-5"),
+        (b"Content-Length: twelve\r\n", b"twelve"),
+        (b"this is no header\r\n", b"this is no header"),
+    ],
+)
+def test_a_malformed_header_is_answered_and_the_next_frame_is_served(
+    daemons: list[RawDaemon], workspace: Path, header: bytes, named: bytes
+) -> None:
+    raw = start(daemons, workspace)
+    raw.initialize()
+    body = b'{"jsonrpc": "2.0", "id": 50, "method": "agent/listTools"}'
+    # the broken frame's body runs straight into the next frame's header, as a stream would carry it
+    write(raw, header + b"\r\n" + body)
+    raw.send_bytes(LIST_TOOLS)
+    error = error_of(raw.answer_to(None))
+    assert error["code"] == -32700 and "header" in error["message"]
+    assert named.decode() in error["message"]
+    assert raw.answer_to(99)["result"] == {"tools": []}
+    assert raw.close() == 0
+
+
+def test_an_oversized_frame_is_refused_and_skipped_without_losing_the_next(
+    daemons: list[RawDaemon], workspace: Path
+) -> None:
+    raw = start(daemons, workspace, MINI_AGENT_MAX_FRAME_BYTES="65536")
+    raw.initialize()
+    big = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "agent/listTools", "params": {"x": "y" * 200_000}})
+    raw.send_bytes(big.encode())
+    raw.send_bytes(LIST_TOOLS)
+    error = error_of(raw.answer_to(None))
+    assert error["code"] == -32600
+    assert "65536" in error["message"] and "MINI_AGENT_MAX_FRAME_BYTES" in error["message"]
+    assert raw.answer_to(99)["result"] == {"tools": []}
+    assert raw.close() == 0
+
+
+def test_an_absurd_content_length_does_not_kill_the_daemon(daemons: list[RawDaemon], workspace: Path) -> None:
+    raw = start(daemons, workspace)
+    raw.initialize()
+    write(raw, b"Content-Length: 100000000000\r\n\r\n{}")
+    error = error_of(raw.answer_to(None))
+    assert error["code"] == -32600 and "100000000000" in error["message"]
+    assert raw.process.poll() is None
+    assert raw.process.stdin is not None
+    raw.process.stdin.close()  # the rest of the declared body never comes: end of input ends it
+    assert raw.process.wait(timeout=20) == 0
+
+
+def test_deeply_nested_json_is_a_parse_error_with_id_null(daemons: list[RawDaemon], workspace: Path) -> None:
+    raw = start(daemons, workspace)
+    raw.initialize()
+    raw.send_bytes(b"[" * 200_000 + b"]" * 200_000)
+    answer = raw.answer_to(None)
+    assert answer["id"] is None and error_of(answer)["code"] == -32700
+    assert "nested" in error_of(answer)["message"]
+    assert raw.request("agent/listTools", {})["result"] == {"tools": []}
+    assert raw.close() == 0
+
+
+def test_an_ndjson_line_over_the_cap_is_refused_and_the_next_line_served(
+    daemons: list[RawDaemon], workspace: Path
+) -> None:
+    cli = [sys.executable, "-m", "mini_agent_client.cli", "serve", "--ndjson"]
+    raw = start(daemons, workspace, command=cli, MINI_AGENT_MAX_FRAME_BYTES="4096")
+    assert raw.process.stdout is not None
+
+    def answer() -> dict[str, Any]:
+        assert raw.process.stdout is not None
+        message: dict[str, Any] = json.loads(raw.process.stdout.readline())
+        return message
+
+    init = {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}
+    write(
+        raw, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode() + b"\n"
+    )
+    assert "capabilities" in answer()["result"]
+    write(raw, b'{"jsonrpc": "2.0", "method": "initialized", "params": {}}\n')
+    write(
+        raw,
+        b'{"jsonrpc": "2.0", "id": 2, "method": "agent/listTools", "params": {"x": "'
+        + b"y" * 50_000
+        + b'"}}\n',
+    )
+    write(raw, LIST_TOOLS + b"\n")
+    error = error_of(answer())
+    assert error["code"] == -32600 and "4096" in error["message"]
+    assert answer()["id"] == 99
+    assert raw.process.stdin is not None
+    raw.process.stdin.close()
+    assert raw.process.wait(timeout=20) == 0
+
+
+def test_end_of_input_right_after_shutdown_is_a_quiet_normal_exit(
+    daemons: list[RawDaemon], workspace: Path
+) -> None:
+    """Neovim 0.11 sends `shutdown` and exits without reading the answer."""
+    with socket.socket() as probe:  # a model server that is not there: the HTTP session still opens
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    raw = start(daemons, workspace)
+    raw.initialize({"llm": {"baseUrl": url}})
+    assert raw.request("agent/registerTool", {"path": "tools.py"})["result"]["tools"]
+    session_id = raw.request("agent/startSession", {"task": "hi"})["result"]["sessionId"]
+    assert raw.request("agent/step", {"sessionId": session_id})["result"]["stopReason"] == "error"
+    raw.send_bytes(b'{"jsonrpc": "2.0", "id": 40, "method": "shutdown"}')
+    assert raw.process.stdin is not None and raw.process.stdout is not None
+    raw.process.stdin.close()
+    raw.process.stdout.close()  # nobody reads the answer: it meets a broken pipe
+    assert raw.process.wait(timeout=20) == 0
+    raw.stderr.close()
+    log = raw.stderr_path.read_text()
+    for noise in ("Traceback", "ERROR", "CancelledError", "Unclosed"):
+        assert noise not in log, log
