@@ -1,12 +1,13 @@
-"""The LSP door's `$/progress`: a session's events as begin/report/end with one short line each, so
-stock clients show a spinner for agent/step and agent/run."""
+"""How the LSP door runs agent/step and agent/run: `$/progress` begin/report/end with one short line
+per event, so stock clients show a spinner, and `$/cancelRequest` turned into a graceful stop."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -16,6 +17,24 @@ from .events import AgentEvent, StatusChanged, ToolCallPending
 
 if TYPE_CHECKING:
     from .daemon import Daemon
+
+T = TypeVar("T")
+
+
+async def cancellable(work: Awaitable[T], cancel: Callable[[], object], stopping: Callable[[], bool]) -> T:
+    """Turn `$/cancelRequest` into a graceful stop: the step answers stopReason "cancelled" — unless
+    the server is `stopping`, when the request is dropped and the session left as it is."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if stopping():
+            raise
+        cancel()
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
+        return await task
 
 
 async def server_token(server: LanguageServer) -> str | None:

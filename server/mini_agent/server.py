@@ -35,7 +35,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from . import __version__
-from .progress import progress, server_token
+from .progress import cancellable, progress, server_token
 
 if TYPE_CHECKING:
     from cattrs import Converter
@@ -308,22 +308,9 @@ def _map_error(exc: Exception) -> JsonRpcException:
     return JsonRpcException(code=exc.code, message=str(exc), data=data)
 
 
-async def _cancellable(work: Awaitable[T], cancel: Callable[[], object]) -> T:
-    """Turn `$/cancelRequest` into a graceful stop: the step answers stopReason "cancelled".
-
-    A shutdown is not a cancel: then the request is dropped and the session is left as it is.
-    """
-    task = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        if server.shutting_down:
-            raise
-        cancel()
-        current = asyncio.current_task()
-        if current is not None:
-            current.uncancel()
-        return await task
+def _stopping() -> bool:
+    """A shutdown is not a cancel: then a request is dropped and its session left as it is."""
+    return server.shutting_down
 
 
 @method("agent/registerTool", "RegisterToolParams")
@@ -371,7 +358,8 @@ async def step(daemon: Daemon, p: StepParams) -> dict[str, Any]:
     session = runtime.get(p.session_id)
     title = f"mini-agent step {len(session.steps) + 1}"
     async with progress(server, daemon, p.session_id, p.work_done_token, title):
-        record = await _cancellable(runtime.step(p.session_id), lambda: runtime.cancel(p.session_id))
+        work = runtime.step(p.session_id)
+        record = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
     return wire.step_result(runtime.get(p.session_id), record)
 
 
@@ -383,9 +371,8 @@ async def run(daemon: Daemon, p: RunParams) -> dict[str, Any]:
     token = p.work_done_token if p.work_done_token is not None else await server_token(server)
     title = f"mini-agent: {runtime.get(p.session_id).task[:60]}"
     async with progress(server, daemon, p.session_id, token, title):
-        summary = await _cancellable(
-            runtime.run(p.session_id, max_steps=p.max_steps), lambda: runtime.cancel(p.session_id)
-        )
+        work = runtime.run(p.session_id, max_steps=p.max_steps)
+        summary = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
     session = summary.session
     return {
         "sessionId": session.session_id,
