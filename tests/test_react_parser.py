@@ -640,3 +640,9 @@ def test_parsed_call_rendered_back_is_the_completion_verbatim() -> None:
     assert call_of(completion).arguments == {"query": "x"}
     rendered = render_messages([Message(Role.ASSISTANT, completion)], TOOLS)
     assert rendered == [{"role": "assistant", "content": completion}]
+
+
+def test_a_closing_think_tag_inside_an_invented_observation_is_not_reasoning() -> None:
+    """Found by the property test: `</think>` after `Observation:` must not swallow the action before it."""
+    turn = parse('Thought: \nAction: A\nAction Input: {}\nObservation: </think>', call_id="c1")
+    assert turn.call is not None and turn.call.name == "A" and turn.call.arguments == {}

@@ -13,7 +13,8 @@ Parsing rules, in short (the reasons are in docs and in tests/test_react_parser.
   model invented afterwards (an observation, a final answer) is ignored; an ``Observation:`` line cuts
   the text anywhere else.
 - ``<think>`` blocks are reasoning. A completion whose only tag is a closing ``</think>`` at the end of
-  a line is taken as reasoning up to it (chat templates that open the block inside the prompt).
+  a line, before any ``Observation:`` line, is taken as reasoning up to it (chat templates that open the
+  block inside the prompt).
 - JSON is decoded, never repaired: anything the decoder rejects is reported with the raw text.
 - Line endings are normalised to ``\\n`` in the thought and the answer; ``raw_arguments`` is the exact
   slice of the completion that was decoded.
@@ -167,6 +168,17 @@ def _is_fence(line: str) -> bool:
 def _line_end(text: str, pos: int) -> int:
     end = text.find("\n", pos)
     return len(text) if end < 0 else end
+
+
+def _observed_before(text: str, end: int) -> bool:
+    """Whether an `Observation:` line starts before `end`: a `</think>` after one is invented text."""
+    pos = 0
+    while pos < end:
+        found = _marker(text[pos : _line_end(text, pos)])
+        if found is not None and found[0] is _Kind.OBSERVATION:
+            return True
+        pos = _line_end(text, pos) + 1
+    return False
 
 
 def _next_marker_line(text: str, pos: int, kinds: frozenset[_Kind], *, fences: bool) -> int:
@@ -378,7 +390,7 @@ class _Parser:
         """Skip reasoning whose `<think>` was part of the prompt, so only `</think>` is in the text."""
         text = self.text
         close = text.find("</think>")
-        if close < 0 or text.find("<think>", 0, close) >= 0:
+        if close < 0 or text.find("<think>", 0, close) >= 0 or _observed_before(text, close):
             return 0
         after = close + len("</think>")
         if text[after : _line_end(text, after)].strip():
