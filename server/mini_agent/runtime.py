@@ -82,13 +82,16 @@ class AgentRuntime:
         tool_names: Sequence[str] | None = None,
         llm: LLMConfig | None = None,
         max_steps: int | None = None,
+        session_id: str | None = None,
     ) -> AgentSession:
-        """Snapshot the tools now: the prompt must not change under a running session."""
+        """Snapshot the tools now: the prompt must not change under a running session. `session_id`
+        lets a front door hand out the id before the task is known (ACP's session/new)."""
         config = self.defaults.with_overrides(llm=llm, max_steps=max_steps, system_prompt=system_prompt)
         # the API key stays with the daemon's options: sessions are stored on disk
         config = config.with_overrides(llm=replace(config.llm, api_key=None))
         tools = self._select_tools(tool_names)
-        session = AgentSession(session_id=new_session_id(), task=task, config=config, tools=tools)
+        sid = session_id or new_session_id()
+        session = AgentSession(session_id=sid, task=task, config=config, tools=tools)
         session.messages.append(Message(Role.SYSTEM, config.system_prompt))
         session.messages.append(Message(Role.USER, task))
         self._book.add(session)
@@ -120,6 +123,23 @@ class AgentRuntime:
             session.config = session.config.with_overrides(llm=replace(llm, api_key=None))
         self._book.checkpoint(session)
         self._book.release(session_id)
+        return session
+
+    def prompt(self, session_id: str, text: str) -> AgentSession:
+        """A follow-up user turn: a session that ended its turn (or is ready) takes the user's words and
+        is ready again. The history is only appended to, so the next model request starts with the
+        bytes of the last one (the model server's prefix cache keeps working)."""
+        session = self.get(session_id)
+        stepping = (SessionStatus.RUNNING, SessionStatus.AWAITING_APPROVAL)
+        if self.is_busy(session_id) or session.status in stepping:
+            raise SessionBusy(session_id)
+        if session.finished and session.stop_reason is not StopReason.END_TURN:
+            raise SessionFinished(session_id, session.stop_reason)
+        self._stepper.abandon_open_calls(session)
+        session.messages.append(Message(Role.USER, text))
+        session.status, session.stop_reason, session.final_answer = SessionStatus.READY, None, None
+        session.touch()
+        self._book.checkpoint(session)
         return session
 
     def sessions(self, *, status: str | None = None) -> list[AgentSession]:

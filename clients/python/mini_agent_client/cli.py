@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the daemon on stdio (what editors start)")
     serve.add_argument("--ndjson", action="store_true",
                        help="one JSON message per line instead of LSP Content-Length framing")
+    commands.add_parser("acp", help="run the agent for ACP editors (Zed, JetBrains, ...): NDJSON on stdio")
     demo = commands.add_parser("demo", help="the seed scenario against a replayed model")
     demo.add_argument("--tool-mode", choices=["react", "native"], default="react")
 
@@ -124,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
             serve(ndjson=True)
         else:
             serve()
+        return EXIT_OK
+    if args.command == "acp":
+        from mini_agent.acp import main as serve_acp
+
+        serve_acp()
         return EXIT_OK
     if args.command == "demo":
         from .demo import run_demo

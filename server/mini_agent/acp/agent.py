@@ -1,0 +1,361 @@
+"""The ACP agent: `session/*` handlers over the same runtime, tools and store as the LSP door.
+
+Each workspace (`cwd`) is a `Daemon`, the LSP door's composition root, with two things swapped: its
+permission prompt goes out as `session/request_permission`, and its events (watched per session) go
+out as `session/update` through `updates.update_for`. Nothing here steps an agent itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from acp import RequestError, helpers
+from acp.connection import Connection
+from acp.schema import (
+    AgentCapabilities,
+    DeleteSessionResponse,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    RequestPermissionResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionDeleteCapabilities,
+    SessionInfo,
+    SessionInfoUpdate,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+    ToolKind,
+)
+
+from .. import __version__, workspace_config
+from ..contracts import StopReason, ToolCall, ToolSpec
+from ..daemon import PERMISSION_OPTIONS, Daemon
+from ..errors import AgentError, UnknownSession
+from ..events import AgentEvent
+from ..params import InitOptions, parse
+from ..session import AgentSession, Decision, new_session_id
+from . import updates
+from .transport import LineTransport
+
+log = logging.getLogger(__name__)
+
+TITLE_CHARS = 80
+PAGE = 50
+STOP_NOTES = {
+    StopReason.MAX_TURN_REQUESTS: "Stopped: this prompt used up its step budget ({max_steps} model turns).",
+    StopReason.LOOP_DETECTED: "Stopped: the model repeated the same tool call with the same arguments.",
+}
+
+
+def kind_of(name: str) -> ToolKind:
+    """ACP's tool kind; our tools declare none yet, so all are `other` but the editor's file tools."""
+    return {"read_text_file": "read", "write_text_file": "edit"}.get(name, "other")  # type: ignore[return-value]
+
+
+class Workspace(Daemon):
+    """One workspace's composition, asking permission over ACP."""
+
+    def __init__(
+        self,
+        root: Path,
+        options: InitOptions,
+        config: workspace_config.WorkspaceConfig,
+        transport: LineTransport,
+        connection: Callable[[], Connection],
+    ) -> None:
+        super().__init__(root, options, notify=_lsp_only, request=_lsp_only_request)
+        self.config = config
+        self._transport = transport
+        self._connection = connection
+
+    def post(self, session_id: str, update: Any) -> None:
+        body = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self._transport.post(
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {"sessionId": session_id, "update": body},
+            }
+        )
+
+    async def request_permission(
+        self, session: AgentSession, call: ToolCall, spec: ToolSpec
+    ) -> tuple[Decision, str | None] | None:
+        """Ask the client; a `cancelled` outcome cancels the turn, a failure leaves the call waiting."""
+        tool_call = updates.permission_call(call, kind_of(call.name))
+        params = {"sessionId": session.session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
+        try:
+            raw = await self._connection().send_request("session/request_permission", params)
+            answer = RequestPermissionResponse.model_validate(raw).outcome
+        except Exception as exc:  # a client that cannot answer: the call waits, session/cancel still works
+            log.warning("session/request_permission got no decision: %s", exc)
+            return None
+        if answer.outcome == "cancelled":
+            self.runtime.cancel(session.session_id)
+            return None
+        try:
+            return Decision(answer.option_id), None
+        except ValueError:
+            log.warning("session/request_permission: unknown option %r", answer.option_id)
+            return None
+
+    def seed_decisions(self, session: AgentSession) -> None:
+        """The workspace file's approval policy, as standing decisions of a new session."""
+        for name in self.config.allow:
+            session.standing_decisions[name] = Decision.ALLOW_ALWAYS
+        for name in self.config.reject:
+            session.standing_decisions[name] = Decision.REJECT_ALWAYS
+
+
+def _lsp_only(method: str, params: dict[str, Any]) -> None:
+    """The LSP door's notifications (agent/update, agent/toolsChanged) have no ACP reader."""
+
+
+async def _lsp_only_request(method: str, params: dict[str, Any]) -> Any:
+    raise RuntimeError(f"{method}: tools run by an LSP client cannot run in an ACP session")
+
+
+@dataclass(slots=True)
+class Chat:
+    """An ACP session: its workspace, whether its task is known yet, and its prompt queue."""
+
+    session_id: str
+    workspace: Workspace
+    started: bool
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    cancels: int = 0  # bumped by session/cancel: a prompt queued before it answers `cancelled`
+    unwatch: Callable[[], None] | None = None
+
+
+class MiniAgent:
+    """The ACP `Agent`: the SDK's router calls these with snake_case keyword arguments."""
+
+    def __init__(self, transport: LineTransport, env: dict[str, str] | None = None) -> None:
+        self._transport = transport
+        self._env = dict(os.environ if env is None else env)
+        self._workspaces: dict[Path, Workspace] = {}
+        self._chats: dict[str, Chat] = {}
+        self.connection: Connection | None = None
+
+    def _conn(self) -> Connection:
+        assert self.connection is not None
+        return self.connection
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+        capabilities = AgentCapabilities(
+            load_session=True,
+            prompt_capabilities=PromptCapabilities(embedded_context=True),
+            session_capabilities=SessionCapabilities(
+                list=SessionListCapabilities(),
+                resume=SessionResumeCapabilities(),
+                delete=SessionDeleteCapabilities(),
+            ),
+        )
+        return InitializeResponse(
+            protocol_version=1,
+            agent_capabilities=capabilities,
+            agent_info=Implementation(name="mini-agent", title="mini-agent", version=__version__),
+            auth_methods=[],
+        )
+
+    async def aclose(self) -> None:
+        """Stop every workspace's tool hosts, HTTP session and store."""
+        for chat in self._chats.values():
+            chat.workspace.runtime.cancel(chat.session_id)
+        await asyncio.gather(*(ws.aclose() for ws in self._workspaces.values()), return_exceptions=True)
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> NewSessionResponse:
+        workspace = await self._workspace(cwd, mcp_servers)
+        chat = self._adopt(new_session_id(), workspace, started=False)
+        return NewSessionResponse(session_id=chat.session_id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> LoadSessionResponse:
+        """Replay the whole history, user turns included, before answering."""
+        workspace = await self._workspace(cwd, mcp_servers)
+        session = workspace.runtime.get(session_id)
+        self._adopt(session_id, workspace, started=True)
+        for update in updates.history(session, kind_of):
+            workspace.post(session_id, update)
+        return LoadSessionResponse()
+
+    async def resume_session(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ResumeSessionResponse:
+        workspace = await self._workspace(cwd, mcp_servers)
+        workspace.runtime.resume(session_id)
+        self._adopt(session_id, workspace, started=True)
+        return ResumeSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
+        """Newest first, `PAGE` at a time; the cursor is the offset of the next page."""
+        workspaces = (
+            [await self._workspace(cwd, None)] if cwd is not None else list(self._workspaces.values())
+        )
+        offset = _offset(cursor)
+        infos: list[SessionInfo] = []
+        more = False
+        for workspace in workspaces:
+            rows, total = workspace.list_sessions(None, PAGE, offset)
+            more = more or offset + len(rows) < total
+            infos += [
+                SessionInfo(
+                    session_id=row["sessionId"],
+                    cwd=str(workspace.root),
+                    title=row["task"][:TITLE_CHARS] or None,
+                    updated_at=_iso(row["updatedAt"]),
+                )
+                for row in rows
+            ]
+        return ListSessionsResponse(sessions=infos, next_cursor=str(offset + PAGE) if more else None)
+
+    async def delete_session(self, session_id: str, **_: Any) -> DeleteSessionResponse:
+        chat = self._chats.pop(session_id, None)
+        if chat is not None:
+            if chat.unwatch is not None:
+                chat.unwatch()
+            if chat.started:
+                chat.workspace.delete_session(session_id)
+            return DeleteSessionResponse()
+        for workspace in self._workspaces.values():
+            try:
+                workspace.delete_session(session_id)
+            except UnknownSession:
+                continue
+            return DeleteSessionResponse()
+        raise UnknownSession(session_id)
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[updates.PromptBlock], **_: Any) -> PromptResponse:
+        """One user turn: the first is the task, each later one a follow-up in the same history.
+        Prompts queue behind the one running; one queued before a session/cancel answers `cancelled`."""
+        chat = self._chat(session_id)
+        ticket = chat.cancels
+        async with chat.turn:
+            if chat.cancels != ticket:
+                return PromptResponse(stop_reason="cancelled")
+            text = updates.prompt_text(prompt)
+            runtime = chat.workspace.runtime
+            if chat.started:
+                runtime.prompt(session_id, text)
+            else:
+                session = runtime.start_session(text, session_id=session_id)
+                chat.workspace.seed_decisions(session)
+                chat.started = True
+                info = SessionInfoUpdate(
+                    session_update="session_info_update",
+                    title=text[:TITLE_CHARS],
+                    updated_at=_iso(session.updated_at),
+                )
+                chat.workspace.post(session_id, info)
+            summary = await runtime.run(session_id)
+        reason = summary.stop_reason
+        if reason is StopReason.ERROR:
+            raise RequestError(
+                -32603, summary.last.error or "the model server failed", {"reason": "model_failed"}
+            )
+        note = STOP_NOTES.get(reason) if reason is not None else None
+        if note is not None:
+            text = note.format(max_steps=summary.session.config.max_steps)
+            chat.workspace.post(session_id, helpers.update_agent_message_text(text))
+        return PromptResponse(stop_reason=_ACP_STOP.get(reason, "end_turn") if reason else "end_turn")
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        chat = self._chats.get(session_id)
+        if chat is None:
+            return
+        chat.cancels += 1
+        chat.workspace.runtime.cancel(session_id)
+
+    # -- parts ----------------------------------------------------------------------------------
+
+    def _chat(self, session_id: str) -> Chat:
+        chat = self._chats.get(session_id)
+        if chat is None:
+            raise AgentError(
+                f"unknown session {session_id!r} in this agent: make it with session/new, "
+                "or take it up with session/load or session/resume",
+                session_id=session_id,
+            )
+        return chat
+
+    def _adopt(self, session_id: str, workspace: Workspace, *, started: bool) -> Chat:
+        chat = self._chats.get(session_id)
+        if chat is not None:
+            return chat
+        chat = self._chats[session_id] = Chat(session_id, workspace, started)
+
+        def on_event(event: AgentEvent) -> None:
+            update = updates.update_for(event, kind_of)
+            if update is not None:
+                workspace.post(event.session_id, update)
+
+        chat.unwatch = workspace.watch(session_id, on_event)
+        return chat
+
+    async def _workspace(self, cwd: str, mcp_servers: list[Any] | None) -> Workspace:
+        root = Path(cwd)
+        if not root.is_absolute():
+            raise AgentError(f"cwd must be an absolute path, got {cwd!r}", cwd=cwd)
+        if not root.is_dir():
+            raise AgentError(f"cwd {cwd!r} is not a directory", cwd=cwd)
+        if mcp_servers:
+            log.warning("mcpServers are accepted but not used yet: this build has no MCP tool source")
+        root = root.resolve()
+        workspace = self._workspaces.get(root)
+        if workspace is None:
+            config = workspace_config.load(root)
+            options = parse(
+                "workspace options", workspace_config.merged_options(config, None, self._env), InitOptions
+            )
+            workspace = Workspace(root, options, config, self._transport, self._conn)
+            self._workspaces[root] = workspace
+            for problem in await workspace.restore_tools():
+                log.warning("could not restore a tool registration: %s", problem)
+            for path in config.tools:
+                await workspace.registry.register_file(path)
+            if config.tools:
+                workspace.tools_changed()
+        return workspace
+
+
+_ACP_STOP: dict[StopReason, Any] = {
+    StopReason.END_TURN: "end_turn",
+    StopReason.CANCELLED: "cancelled",
+    StopReason.MAX_TURN_REQUESTS: "max_turn_requests",
+    StopReason.LOOP_DETECTED: "max_turn_requests",
+}
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise AgentError(f"cursor {cursor!r} did not come from session/list", cursor=cursor)
+    return int(cursor)
