@@ -166,6 +166,33 @@ export interface LlmOptions {
 export interface InitializationOptions {
   llm?: LlmOptions;
   maxSteps?: number;
+  /** False in an untrusted workspace: the daemon then refuses workspace tools until agent/trustWorkspace. */
+  workspaceTrusted?: boolean;
+}
+
+export interface ClientSettings {
+  baseUrl?: string;
+  model?: string;
+  toolMode?: ToolMode;
+  maxSteps?: number;
+}
+
+/** What `initialize` carries: the model settings, the API key if one is stored, and the workspace's trust. */
+export function initializationOptions(
+  settings: ClientSettings,
+  apiKey: string | undefined,
+  workspaceTrusted: boolean,
+): InitializationOptions {
+  return {
+    llm: {
+      baseUrl: settings.baseUrl || undefined,
+      model: settings.model || undefined,
+      toolMode: settings.toolMode,
+      ...(apiKey ? { apiKey } : {}),
+    },
+    maxSteps: settings.maxSteps,
+    workspaceTrusted,
+  };
 }
 
 export interface StartSessionOptions {
@@ -316,6 +343,11 @@ export class AgentClient {
 
   async registerFunction(path: string, fn: string, options: RegisterOptions = {}): Promise<Tool[]> {
     return (await this.request<{ tools: Tool[] }>("agent/registerTool", { path, function: fn, ...options })).tools;
+  }
+
+  /** The user trusted the workspace: the daemon may now load workspace tools. */
+  async trustWorkspace(): Promise<Tool[]> {
+    return (await this.request<{ tools: Tool[] }>("agent/trustWorkspace", {})).tools;
   }
 
   async listTools(): Promise<Tool[]> {

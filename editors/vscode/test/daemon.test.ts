@@ -163,7 +163,7 @@ describe("approvals", () => {
     assert.equal(secondRun.stopReason, "end_turn", r.daemon.stderr());
     assert.equal(r.asked.length, 2, "revoked: the call prompts again");
     const [refused] = tools(r.store.get(second.sessionId)!);
-    assert.equal(refused.state, "failed");
+    assert.equal(refused.state, "rejected");
     assert.equal(refused.observation?.isError, true);
     assert.ok(secondRun.finalAnswer?.startsWith("not allowed: "));
     assert.ok(secondRun.finalAnswer!.length > "not allowed: ".length);
