@@ -125,6 +125,7 @@ export class Daemon implements vscode.Disposable {
       agent.dispose();
       throw new Error(`mini-agent did not start (${launch.command}): ${message(error)}`);
     }
+    for (const tool of this.handlers.clientTools?.all() ?? []) await agent.registerClientTool(tool);
     this.client = client;
     this.agent = agent;
     return agent;

@@ -9,6 +9,8 @@ import { Daemon, DaemonNotFound, message, SECRET_KEY } from "./daemon";
 import {
   AgentClient,
   ApprovalPolicy,
+  ClientTools,
+  type ClientTool,
   errorReason,
   type Decision,
   type PermissionRequest,
@@ -33,9 +35,17 @@ import { TRACE_VIEW_TYPE, TraceView } from "./traceView";
 
 let state: Extension | undefined;
 
-export function activate(context: vscode.ExtensionContext): void {
-  state = new Extension(context);
-  context.subscriptions.push(state);
+/** What other extensions get from `vscode.extensions.getExtension("mini-agent.mini-agent").exports`. */
+export interface MiniAgentApi {
+  /** Offer the agent a tool this editor runs; dispose to withdraw it from later calls. */
+  registerTool(tool: ClientTool): vscode.Disposable;
+}
+
+export function activate(context: vscode.ExtensionContext): MiniAgentApi {
+  const extension = new Extension(context);
+  state = extension;
+  context.subscriptions.push(extension);
+  return { registerTool: (tool) => extension.addClientTool(tool) };
 }
 
 export function deactivate(): Promise<void> | undefined {
@@ -48,6 +58,7 @@ class Extension implements vscode.Disposable {
   readonly output = vscode.window.createOutputChannel("Mini Agent", { log: true });
   readonly store = new TraceStore();
   readonly approvals = new ApprovalPolicy((request) => promptPermission(request));
+  readonly clientTools = new ClientTools();
   readonly daemon: Daemon;
   private readonly traceView: TraceView;
   private readonly sessionsView: SessionsView;
@@ -59,6 +70,7 @@ class Extension implements vscode.Disposable {
     this.daemon = new Daemon(context.secrets, this.output, {
       onUpdate: (params) => this.store.apply(params),
       approvals: this.approvals,
+      clientTools: this.clientTools,
     });
     this.traceView = new TraceView(context.extensionUri, this.store);
     this.sessionsView = new SessionsView(this.store, () => this.storedSessions());
@@ -87,6 +99,16 @@ class Extension implements vscode.Disposable {
 
   dispose(): void {
     for (const disposable of this.disposables) disposable.dispose();
+  }
+
+  /** A tool from another extension: the running daemon hears of it now, a later one at its start. */
+  addClientTool(tool: ClientTool): vscode.Disposable {
+    const added = this.clientTools.add(tool);
+    if (this.daemon.running) void this.guard("miniAgent.registerClientTool", async () => (await this.daemon.ensure()).registerClientTool(tool));
+    return new vscode.Disposable(() => {
+      added.dispose();
+      if (this.daemon.running) void this.guard("miniAgent.unregisterClientTool", async () => (await this.daemon.ensure()).unregisterTool(tool.name));
+    });
   }
 
   // -- commands ------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { AgentClient, ApprovalPolicy, type Decision, type PermissionRequest, type Tool } from "../src/protocol";
+import { AgentClient, ApprovalPolicy, ClientTools, type Decision, type PermissionRequest, type Tool } from "../src/protocol";
 import { renderTrace } from "../src/render";
 import { finalAnswer, statusLabel, traceFromSession, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
 import { copyWorkspace, startDaemon, startReplay, waitFor, type DaemonConnection, type Replay } from "./harness";
@@ -190,6 +190,37 @@ describe("approvals", () => {
     assert.equal(result.stopReason, "end_turn", r.daemon.stderr());
     assert.equal(result.finalAnswer, `schema.py has ${expected} non-empty lines.`);
     assert.equal(policy.pending().length, 0);
+  });
+});
+
+describe("client tools", () => {
+  let r: Rig | undefined;
+  after(() => closeRig(r));
+
+  test("a tool the editor runs answers agent/executeTool; its throw becomes an error observation", async () => {
+    const ask = (name: string) => ({ content: `Thought: ask the editor.\nAction: ${name}\nAction Input: {"word": "tea"}` });
+    r = await rig([ask("open_editors"), ask("broken"), { content: "Final Answer: {last_observation}" }]);
+    const calls: unknown[] = [];
+    const editorTools = new ClientTools();
+    const schema = { type: "object", properties: { word: { type: "string" } }, required: ["word"] };
+    editorTools.add({ name: "open_editors", description: "What the editor has open.", inputSchema: schema,
+      run: (args, call) => { calls.push([args, call.sessionId]); return "a.py, b.py"; } });
+    editorTools.add({ name: "broken", description: "Always fails.", inputSchema: schema, run: () => { throw new Error("no editor here"); } });
+    const client = new AgentClient(r.daemon.peer, { onUpdate: (params) => r!.store.apply(params), clientTools: editorTools });
+    for (const tool of editorTools.all()) {
+      const [registered] = await client.registerClientTool(tool);
+      assert.equal(registered.client, true);
+    }
+    const { sessionId } = await client.startSession("what is open?");
+    const result = await client.run(sessionId);
+    assert.equal(result.stopReason, "end_turn", r.daemon.stderr());
+    assert.deepEqual(calls, [[{ word: "tea" }, sessionId]]);
+    const [ok, failed] = tools(r.store.get(sessionId)!);
+    assert.equal(ok.observation?.output, "a.py, b.py");
+    assert.equal(ok.state, "completed");
+    assert.equal(failed.state, "failed");
+    assert.match(failed.observation?.output ?? "", /no editor here/);
+    client.dispose();
   });
 });
 
