@@ -60,7 +60,8 @@ def test_extension_builds_tests_and_packages() -> None:
     if major < 20:
         pytest.fail(f"node {major} is too old: {INSTALL_HINT}")
     installed = EXTENSION / "node_modules" / ".package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < (EXTENSION / "package-lock.json").stat().st_mtime:
+    locked = (EXTENSION / "package-lock.json").stat().st_mtime
+    if not installed.exists() or installed.stat().st_mtime < locked:
         _check(_npm("ci", "--no-audit", "--no-fund", timeout=600), "npm ci")
 
     tested = _npm("test", timeout=600)
@@ -78,7 +79,8 @@ def test_extension_builds_tests_and_packages() -> None:
     # One esbuild bundle besides the trace view's own script: no node_modules, no tsc output.
     assert scripts == ["extension/dist/extension.js", "extension/media/trace.js"], scripts
     assert manifest["main"] == "./dist/extension.js"
-    assert not any(key.startswith("miniAgent.test.") for key in manifest["contributes"]["configuration"]["properties"])
+    settings = manifest["contributes"]["configuration"]["properties"]
+    assert not any(key.startswith("miniAgent.test.") for key in settings)
 
 
 def test_packaged_extension_in_real_vs_code() -> None:

@@ -41,7 +41,7 @@ export function renderTrace(trace: SessionTrace): string {
       step = entry.step;
       parts.push(`<h2 class="step">Step ${step + 1}</h2>`);
     }
-    parts.push(renderEntry(entry));
+    parts.push(renderEntry(entry, trace.sessionId));
   }
   return parts.join("");
 }
@@ -51,10 +51,10 @@ export function usageText(usage: Usage): string {
   return `${usage.promptTokens} prompt${cached} + ${usage.completionTokens} completion tokens`;
 }
 
-function renderEntry(entry: TraceEntry): string {
+function renderEntry(entry: TraceEntry, sessionId: string): string {
   switch (entry.kind) {
     case "thought":
-      return `<details class="raw" data-key="raw-${entry.step}"><summary>Model output</summary><pre>${escapeHtml(entry.text)}</pre></details>`;
+      return `<details class="raw" data-key="raw-${escapeHtml(sessionId)}-${entry.step}"><summary>Model output</summary><pre>${escapeHtml(entry.text)}</pre></details>`;
     case "answer":
       return "";
     case "status": {

@@ -106,6 +106,8 @@ async function traceFrame(page: Page): Promise<Frame> {
 interface TraceDom {
   state: string;
   answer: string | null;
+  /** The answer's font size over the page's. */
+  answerScale: number;
   rawFolded: boolean[];
   steps: string[];
   badges: string[];
@@ -117,6 +119,10 @@ async function readTrace(frame: Frame): Promise<TraceDom> {
   return frame.locator("#trace").evaluate((root) => ({
     state: root.querySelector(".meta .state")?.textContent ?? "",
     answer: root.querySelector("section.answer .answer-text")?.textContent ?? null,
+    answerScale: ((style) => {
+      const answer = root.querySelector("section.answer .answer-text");
+      return answer ? parseFloat(style(answer).fontSize) / parseFloat(style(root.ownerDocument.body).fontSize) : 0;
+    })((globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle),
     rawFolded: [...root.querySelectorAll("details.raw")].map((d) => !(d as unknown as { open: boolean }).open),
     steps: [...root.querySelectorAll("h2.step")].map((h) => h.textContent ?? ""),
     badges: [...root.querySelectorAll(".tool .badge")].map((b) => b.textContent ?? ""),
@@ -171,11 +177,12 @@ async function main(): Promise<void> {
       assert.equal(answered.answer, `schema.py has ${expected} non-empty lines.`);
       assert.deepEqual(answered.steps, ["Step 1", "Step 2"]);
       assert.deepEqual(answered.rawFolded, [true, true], "the model's raw text starts folded");
+      assert.ok(answered.answerScale >= 1.4, `the answer stands out: ${answered.answerScale}× the page's type`);
       assert.deepEqual(answered.badges, ["completed"]);
       assert.equal(answered.text.split(`schema.py has ${expected} non-empty lines.`).length - 1, 1, "the answer shows once");
       assert.deepEqual(await agentStatus(page), ["mini-agent: done"]);
       assert.deepEqual(await toasts(page), [], "the trace is visible: no answer notification over it");
-      console.log(`PASS ask: answer "${answered.answer}", steps ${answered.steps.join(", ")}, raw text folded`);
+      console.log(`PASS ask: answer "${answered.answer}", steps ${answered.steps.join(", ")}, raw text folded, answer ${answered.answerScale}× the page's type`);
     });
 
     await phase("approval", async () => {
