@@ -104,10 +104,13 @@ class Extension implements vscode.Disposable {
   /** A tool from another extension: the running daemon hears of it now, a later one at its start. */
   addClientTool(tool: ClientTool): vscode.Disposable {
     const added = this.clientTools.add(tool);
-    if (this.daemon.running) void this.guard("miniAgent.registerClientTool", async () => (await this.daemon.ensure()).registerClientTool(tool));
+    const tell = (what: string, send: (agent: AgentClient) => Promise<unknown>): void => {
+      if (this.daemon.running) void this.guard(what, async () => send(await this.daemon.ensure()));
+    };
+    tell("registerClientTool", (agent) => agent.registerClientTool(tool));
     return new vscode.Disposable(() => {
       added.dispose();
-      if (this.daemon.running) void this.guard("miniAgent.unregisterClientTool", async () => (await this.daemon.ensure()).unregisterTool(tool.name));
+      tell("unregisterClientTool", (agent) => agent.unregisterTool(tool.name));
     });
   }
 
@@ -137,7 +140,9 @@ class Extension implements vscode.Disposable {
   private async guard(id: string, run: () => unknown): Promise<void> {
     const needsTrust = new Set(["miniAgent.registerFile", "miniAgent.registerFunction"]);
     if (!vscode.workspace.isTrusted && needsTrust.has(id)) {
-      void vscode.window.showWarningMessage("Mini Agent runs the workspace's Python functions as tools: trust this workspace first.");
+      void vscode.window.showWarningMessage(
+        "Mini Agent runs the workspace's Python functions as tools: trust this workspace first.",
+      );
       return;
     }
     try {
@@ -160,7 +165,7 @@ class Extension implements vscode.Disposable {
   private async askTask(task: string): Promise<RunResult> {
     const agent = await this.daemon.ensure();
     if ((await agent.listTools()).length === 0) {
-      this.output.warn("no tools registered: the agent answers from the model alone (Mini Agent: Register tools in this file)");
+      this.output.warn("no tools registered: the model answers alone (Mini Agent: Register tools in this file)");
     }
     const { sessionId } = await agent.startSession(task);
     this.store.ensure(sessionId, task);
@@ -181,7 +186,11 @@ class Extension implements vscode.Disposable {
     const answer = result.finalAnswer ?? (trace ? finalAnswer(trace) : undefined);
     const notice = runNotice(result, answer, this.traceView.visible);
     if (notice !== undefined) {
-      const show = { info: vscode.window.showInformationMessage, warning: vscode.window.showWarningMessage, error: vscode.window.showErrorMessage }[notice.severity];
+      const show = {
+        info: vscode.window.showInformationMessage,
+        warning: vscode.window.showWarningMessage,
+        error: vscode.window.showErrorMessage,
+      }[notice.severity];
       void show(notice.text, ...notice.actions).then((pick) => this.onNoticeAction(pick, agent, sessionId));
     }
     return result;
@@ -213,7 +222,7 @@ class Extension implements vscode.Disposable {
   /** A passing word in the status bar: a toast per registration would pile up over the trace. */
   private announceRegistered(names: string[]): void {
     this.output.info(`registered ${names.join(", ")}`);
-    this.disposables.push(vscode.window.setStatusBarMessage(`$(check) Mini Agent: registered ${names.join(", ")}`, 5000));
+    vscode.window.setStatusBarMessage(`$(check) Mini Agent: registered ${names.join(", ")}`, 5000);
   }
 
   private async registerFunction(): Promise<void> {

@@ -71,5 +71,8 @@ export function launchProblem(launch: Launch, probes: Probes): string | undefine
     : probes.which(launch.command) !== undefined;
   if (found) return undefined;
   const setting = launch.origin === "setting:command" ? "miniAgent.command" : "miniAgent.pythonPath";
-  return `Mini Agent could not start the daemon: ${setting} is set to “${launch.command}”, which does not exist or is not executable. Fix the path, or clear the setting to use the workspace's .venv.`;
+  return (
+    `Mini Agent could not start the daemon: ${setting} is set to “${launch.command}”, which does not exist ` +
+    "or is not executable. Fix the path, or clear the setting to use the workspace's .venv."
+  );
 }

@@ -396,7 +396,8 @@ export class AgentClient {
   /** Tell the daemon about a client tool (again after a restart: it keeps no client tools). */
   async registerClientTool(tool: ClientTool): Promise<Tool[]> {
     const { name, description, inputSchema, requiresApproval = false } = tool;
-    return (await this.request<{ tools: Tool[] }>("agent/registerTool", { name, description, inputSchema, requiresApproval, client: true })).tools;
+    const params = { name, description, inputSchema, requiresApproval, client: true };
+    return (await this.request<{ tools: Tool[] }>("agent/registerTool", params)).tools;
   }
 
   async registerFile(path: string, options: RegisterOptions = {}): Promise<Tool[]> {

@@ -32,7 +32,9 @@ export function renderTrace(trace: SessionTrace): string {
     ` · session <code>${escapeHtml(trace.sessionId)}</code>`,
     trace.usage ? ` · ${escapeHtml(usageText(trace.usage))}` : "",
     "</div></header>",
-    answer === undefined ? "" : `<section class="answer" id="answer"><h2>Answer</h2><div class="answer-text">${escapeHtml(answer)}</div></section>`,
+    answer === undefined
+      ? ""
+      : `<section class="answer" id="answer"><h2>Answer</h2><div class="answer-text">${escapeHtml(answer)}</div></section>`,
   ];
   let step = -1;
   for (const entry of trace.entries) {
@@ -54,7 +56,10 @@ export function usageText(usage: Usage): string {
 function renderEntry(entry: TraceEntry, sessionId: string): string {
   switch (entry.kind) {
     case "thought":
-      return `<details class="raw" data-key="raw-${escapeHtml(sessionId)}-${entry.step}"><summary>Model output</summary><pre>${escapeHtml(entry.text)}</pre></details>`;
+      return (
+        `<details class="raw" data-key="raw-${escapeHtml(sessionId)}-${entry.step}">` +
+        `<summary>Model output</summary><pre>${escapeHtml(entry.text)}</pre></details>`
+      );
     case "answer":
       return "";
     case "status": {
