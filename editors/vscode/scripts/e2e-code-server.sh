@@ -86,14 +86,13 @@ def delete_file(file_path: str) -> str:
 EOF
 echo "keep me" >"$WS/notes.txt"
 
-# Two runs; the third meets a model error, and its Retry gets an answer.
+# Two runs; the third meets a dead model server, and its Retry (after the URL is fixed) gets an answer.
 cat >"$RUN/script.json" <<'EOF'
 [
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
   {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."},
   {"content": "Thought: I will delete it.\nAction: delete_file\nAction Input: {\"file_path\": \"notes.txt\"}"},
   {"content": "Thought: I may not.\nFinal Answer: I did not delete notes.txt: {last_observation}"},
-  {"status": 400, "error": "model 'replay' is not loaded"},
   {"content": "Final Answer: back again"}
 ]
 EOF

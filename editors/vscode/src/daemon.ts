@@ -13,7 +13,16 @@ import {
   type ServerOptions,
 } from "vscode-languageclient/node";
 import { INSTALL_HINT, launchProblem, resolveLaunch, whichIn, type Launch, type Probes } from "./launch";
-import { AgentClient, initializationOptions, type AgentClientHandlers, type ToolMode } from "./protocol";
+import {
+  AgentClient,
+  initializationOptions,
+  llmOptions,
+  type AgentClientHandlers,
+  type ClientSettings,
+  type InitializationOptions,
+  type LlmOptions,
+  type ToolMode,
+} from "./protocol";
 
 export const SECRET_KEY = "miniAgent.apiKey";
 
@@ -131,19 +140,24 @@ export class Daemon implements vscode.Disposable {
     return agent;
   }
 
-  private async initializationOptions() {
-    const config = vscode.workspace.getConfiguration("miniAgent");
-    return initializationOptions(
-      {
-        baseUrl: config.get<string>("baseUrl"),
-        model: config.get<string>("model"),
-        toolMode: config.get<ToolMode>("toolMode"),
-        maxSteps: config.get<number>("maxSteps"),
-      },
-      await this.secrets.get(SECRET_KEY),
-      vscode.workspace.isTrusted,
-    );
+  /** The model settings as they are now (a session started earlier keeps its own until resumed with these). */
+  modelSettings(): LlmOptions {
+    return llmOptions(settings());
   }
+
+  private async initializationOptions(): Promise<InitializationOptions> {
+    return initializationOptions(settings(), await this.secrets.get(SECRET_KEY), vscode.workspace.isTrusted);
+  }
+}
+
+function settings(): ClientSettings {
+  const config = vscode.workspace.getConfiguration("miniAgent");
+  return {
+    baseUrl: config.get<string>("baseUrl"),
+    model: config.get<string>("model"),
+    toolMode: config.get<ToolMode>("toolMode"),
+    maxSteps: config.get<number>("maxSteps"),
+  };
 }
 
 function machineProbes(): Probes {

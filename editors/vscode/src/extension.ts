@@ -191,20 +191,15 @@ class Extension implements vscode.Disposable {
         warning: vscode.window.showWarningMessage,
         error: vscode.window.showErrorMessage,
       }[notice.severity];
-      void show(notice.text, ...notice.actions).then((pick) => this.onNoticeAction(pick, agent, sessionId));
+      void show(notice.text, ...notice.actions).then((pick) => this.onNoticeAction(pick, sessionId));
     }
     return result;
   }
 
-  private async onNoticeAction(pick: string | undefined, agent: AgentClient, sessionId: string): Promise<void> {
+  private async onNoticeAction(pick: string | undefined, sessionId: string): Promise<void> {
     if (pick === SHOW_TRACE) this.traceView.show(sessionId);
     if (pick === OPEN_SETTINGS) void vscode.commands.executeCommand("workbench.action.openSettings", "miniAgent");
-    if (pick === RETRY) {
-      this.traceView.show(sessionId);
-      // A restart (new settings) replaced the connection: run on through the current one.
-      const current = this.daemon.running ? await this.daemon.ensure() : agent;
-      await this.guard("miniAgent.resumeSession", () => this.runSession(current, sessionId));
-    }
+    if (pick === RETRY) await this.guard("miniAgent.resumeSession", () => this.resumeSession(sessionId));
   }
 
   private async registerFile(uri?: vscode.Uri): Promise<void> {
@@ -279,7 +274,9 @@ class Extension implements vscode.Disposable {
     const sessionId = sessionIdOf(arg) ?? (await this.pickSession("Resume session", ["ready", "awaiting_approval"]));
     if (sessionId === undefined) return;
     const agent = await this.daemon.ensure();
-    this.store.load(await agent.getSession(sessionId));
+    // A session keeps the model settings it started with; resume it with today's (the user may just
+    // have fixed miniAgent.baseUrl after a model error).
+    this.store.load(await agent.resumeSession(sessionId, this.daemon.modelSettings()));
     this.focused = sessionId;
     this.traceView.show(sessionId);
     await this.runSession(agent, sessionId);

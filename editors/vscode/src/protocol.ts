@@ -161,6 +161,7 @@ export interface LlmOptions {
   toolMode?: ToolMode;
   temperature?: number;
   maxTokens?: number;
+  maxRetries?: number;
 }
 
 export interface InitializationOptions {
@@ -183,15 +184,16 @@ export function initializationOptions(
   apiKey: string | undefined,
   workspaceTrusted: boolean,
 ): InitializationOptions {
+  return { llm: llmOptions(settings, apiKey), maxSteps: settings.maxSteps, workspaceTrusted };
+}
+
+/** The model settings as the protocol's `llm` object (initialize, agent/resumeSession). */
+export function llmOptions(settings: ClientSettings, apiKey?: string): LlmOptions {
   return {
-    llm: {
-      baseUrl: settings.baseUrl || undefined,
-      model: settings.model || undefined,
-      toolMode: settings.toolMode,
-      ...(apiKey ? { apiKey } : {}),
-    },
-    maxSteps: settings.maxSteps,
-    workspaceTrusted,
+    baseUrl: settings.baseUrl || undefined,
+    model: settings.model || undefined,
+    toolMode: settings.toolMode,
+    ...(apiKey ? { apiKey } : {}),
   };
 }
 
@@ -446,6 +448,11 @@ export class AgentClient {
     total: number;
   }> {
     return this.request("agent/listSessions", filter);
+  }
+
+  /** Take a stored session up in this daemon, with new model settings if given (it keeps its own otherwise). */
+  resumeSession(sessionId: string, llm?: LlmOptions): Promise<Session> {
+    return this.request("agent/resumeSession", llm === undefined ? { sessionId } : { sessionId, llm });
   }
 
   getSession(sessionId: string): Promise<Session> {

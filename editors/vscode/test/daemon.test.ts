@@ -7,7 +7,15 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { AgentClient, ApprovalPolicy, ClientTools, type Decision, type PermissionRequest, type Tool } from "../src/protocol";
+import {
+  AgentClient,
+  ApprovalPolicy,
+  ClientTools,
+  llmOptions,
+  type Decision,
+  type PermissionRequest,
+  type Tool,
+} from "../src/protocol";
 import { renderTrace } from "../src/render";
 import { finalAnswer, statusLabel, traceFromSession, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
 import { copyWorkspace, startDaemon, startReplay, waitFor, type DaemonConnection, type Replay } from "./harness";
@@ -221,6 +229,30 @@ describe("client tools", () => {
     assert.equal(failed.state, "failed");
     assert.match(failed.observation?.output ?? "", /no editor here/);
     client.dispose();
+  });
+});
+
+describe("a model that is down", () => {
+  let r: Rig | undefined;
+  after(() => closeRig(r));
+
+  test("the run stops with the daemon's error; Retry resumes the session with the fixed URL and runs on", async () => {
+    r = await rig([{ content: "Final Answer: back again" }]);
+    const dead = { baseUrl: "http://127.0.0.1:9/v1", model: "replay", toolMode: "react" as const };
+    // What initialize would carry had the user's setting pointed at a dead server (no retries: quicker).
+    const { sessionId } = await r.client.startSession("still there?", { llm: { ...llmOptions(dead), maxRetries: 0 } });
+    const failed = await r.client.run(sessionId);
+    assert.equal(failed.stopReason, "error");
+    assert.match(failed.error ?? "", /127\.0\.0\.1:9/);
+    const trace = r.store.get(sessionId)!;
+    assert.equal(statusLabel(trace), "$(error) mini-agent: model error");
+
+    // What the Retry action does once the setting is fixed: resume with today's settings, then run.
+    const resumed = await r.client.resumeSession(sessionId, llmOptions({ ...dead, baseUrl: r.replay.url }));
+    assert.equal(resumed.status, "ready");
+    const again = await r.client.run(sessionId);
+    assert.equal(again.stopReason, "end_turn", r.daemon.stderr());
+    assert.equal(again.finalAnswer, "back again");
   });
 });
 

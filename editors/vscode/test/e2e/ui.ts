@@ -7,8 +7,8 @@
  *   node out/test/e2e/ui.js URL WORKSPACE
  *
  * e2e-code-server.sh starts code-server, the scripted model server and this script; the model plays
- * two runs (count lines; try to delete a file, which the user rejects with Enter), then a model
- * error that Retry gets past; last the user points miniAgent.command at a missing file. Each part prints
+ * two runs (count lines; try to delete a file, which the user rejects with Enter); then the user
+ * points miniAgent.baseUrl at a dead server, meets the error, fixes the URL and presses Retry; last points miniAgent.command at a missing file. Each part prints
  * PASS, or FAIL with what the page showed (and the next part still runs); any FAIL exits non-zero.
  */
 
@@ -58,7 +58,10 @@ async function openFile(page: Page, name: string): Promise<void> {
   await page.keyboard.press("F1");
   await quickInput(page).waitFor({ state: "visible", timeout: WAIT_MS });
   await pick(page, name, name);
-  await page.locator(".tab", { hasText: name }).first().waitFor({ timeout: WAIT_MS });
+  await page.locator(".tab.active", { hasText: name }).first().waitFor({ timeout: WAIT_MS });
+  // Commands like "Register tools in this file" show only while a Python editor has the focus.
+  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+  await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: WAIT_MS });
 }
 
 async function ask(page: Page, task: string): Promise<void> {
@@ -129,6 +132,36 @@ async function readTrace(frame: Frame): Promise<TraceDom> {
     labels: [...root.querySelectorAll(".observation .label, .observation summary")].map((l) => l.textContent ?? ""),
     text: (root as unknown as { innerText: string }).innerText,
   }));
+}
+
+/**
+ * Change a setting as the user does, in settings.json (user and machine: code-server reads both);
+ * returns its value before.
+ */
+function setSetting(key: string, value: unknown): unknown {
+  let before: unknown;
+  for (const scope of ["User", "Machine"]) {
+    const file = path.join(process.env.E2E_USER_DATA ?? "", scope, "settings.json");
+    const current = JSON.parse(fs.readFileSync(file, "utf-8")) as Record<string, unknown>;
+    before = current[key];
+    fs.writeFileSync(file, JSON.stringify({ ...current, [key]: value }, null, 2));
+  }
+  return before;
+}
+
+/** The daemon's starts so far, from the Mini Agent output channel's file ("Show daemon log"). */
+function daemonStarts(): number {
+  const logs = path.join(process.env.E2E_USER_DATA ?? "", "logs");
+  const files = fs.readdirSync(logs, { recursive: true, encoding: "utf-8" }).filter((f) => f.endsWith("Mini Agent.log"));
+  return files.reduce((n, f) => n + (fs.readFileSync(path.join(logs, f), "utf-8").match(/\] starting /g)?.length ?? 0), 0);
+}
+
+/** Change a model setting and wait until the idle daemon has restarted with it; returns the old value. */
+async function changeModelSetting(key: string, value: unknown): Promise<unknown> {
+  const before = daemonStarts();
+  const old = setSetting(key, value);
+  await until("the daemon to restart", async () => daemonStarts() > before);
+  return old;
 }
 
 async function main(): Promise<void> {
@@ -221,18 +254,22 @@ async function main(): Promise<void> {
 
     await phase("model error", async () => {
       await clearToasts(page);
+      const replayUrl = await changeModelSetting("miniAgent.baseUrl", "http://127.0.0.1:9/v1");
       await ask(page, "One more question");
       const failedToast = await until("the model error notification", async () => {
         const shown = await toasts(page);
         return shown.length > 0 ? shown : undefined;
       });
       assert.equal(failedToast.length, 1, JSON.stringify(failedToast));
+      assert.match(failedToast[0].text, /127\.0\.0\.1:9/, "the daemon's own message, naming the URL");
       assert.deepEqual(failedToast[0].buttons, ["Retry", "Open Settings"]);
       const failed = await until("the failed trace", async () => {
-      const dom = await readTrace(await traceFrame(page));
-      return dom.state === "model error" ? dom : undefined;
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "model error" ? dom : undefined;
       });
       assert.ok(!failed.text.includes("ready"), failed.text);
+      // The user fixes the URL (the idle daemon restarts with it), then presses Retry on the same notification.
+      await changeModelSetting("miniAgent.baseUrl", replayUrl);
       await page.locator(".notification-toast .monaco-button", { hasText: "Retry" }).click();
       const resumed = await until("the answer after Retry", async () => {
         const dom = await readTrace(await traceFrame(page));
@@ -244,12 +281,7 @@ async function main(): Promise<void> {
 
     await phase("wrong path", async () => {
       await clearToasts(page);
-      // What the user does in settings.json (user and machine: code-server reads both).
-      for (const scope of ["User", "Machine"]) {
-        const settings = path.join(process.env.E2E_USER_DATA ?? "", scope, "settings.json");
-        const current = JSON.parse(fs.readFileSync(settings, "utf-8")) as Record<string, unknown>;
-        fs.writeFileSync(settings, JSON.stringify({ ...current, "miniAgent.command": "/nowhere/mini-agent" }, null, 2));
-      }
+      setSetting("miniAgent.command", "/nowhere/mini-agent");
       const wrong = await until("the start-up error", async () => {
         const shown = await toasts(page);
         return shown.length > 0 ? shown : undefined;
