@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import stat
 import sys
 from collections.abc import Callable
@@ -212,18 +213,26 @@ async def test_no_api_key_in_the_debug_log(workspace: Path, tmp_path: Path) -> N
 # -- item 9: a full disk mid-step, and an approval from another daemon ---------------------------
 
 BULKY = '''
-def bulky() -> str:
-    """Leave a mark, then answer with far more text than the store has room left for."""
+def mark() -> str:
+    """Leave a mark."""
     with open("ran.txt", "a") as out:
         out.write("ran\\n")
-    return "x" * 3_000_000
+    return "marked"
+
+
+def bulky() -> str:
+    """Leave a mark, then answer with far more text than the store has room left for."""
+    mark()
+    return "x" * 1_000_000
 '''
-FILE_LIMIT = 1_500_000  # bytes any file of the daemon may reach: room for everything but the bulky answer
+FILE_LIMIT = 600_000  # bytes a file of the daemon may reach: room for all but a megabyte (a step: 130 kB)
 
 
 def limited_daemon(limit: int) -> list[str]:
-    """The daemon with RLIMIT_FSIZE set: a write past `limit` fails (EFBIG) as on a full disk."""
-    start = (f"import resource, runpy; resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
+    """The daemon with a soft RLIMIT_FSIZE: a write past `limit` fails (EFBIG) as on a full disk,
+    until the test lifts it (`prlimit`, as far as the hard limit allows)."""
+    start = ("import resource as r, runpy; "
+             f"r.setrlimit(r.RLIMIT_FSIZE, ({limit}, r.getrlimit(r.RLIMIT_FSIZE)[1])); "
              "runpy.run_module('mini_agent', run_name='__main__', alter_sys=True)")
     return [sys.executable, "-c", start]
 
@@ -234,7 +243,7 @@ async def test_a_store_that_fills_up_mid_step_leaves_the_session_true(workspace:
     turns = [action("bulky", {}), {"content": "Final Answer: {last_observation}"}]
     async with ReplayServer(turns) as model:
         llm = {"baseUrl": model.base_url, "toolMode": "react"}
-        options = {"llm": llm, "tools": {"maxOutputBytes": 4_000_000}, "workspaceTrusted": True}
+        options = {"llm": llm, "tools": {"maxOutputBytes": 2_000_000}, "workspaceTrusted": True}
         async with spawn(workspace, options, command=limited_daemon(FILE_LIMIT)) as full:
             await full.register_tool("bulky.py")
             session_id = await full.start_session("fill the disk")
@@ -282,3 +291,27 @@ async def test_a_run_waiting_for_approval_notices_one_given_to_another_daemon(wo
     assert result["finalAnswer"] == "ran approved elsewhere"
     assert (workspace / "ran.txt").read_text() == "approved elsewhere\n"
 
+
+
+@pytest.mark.asyncio
+async def test_no_tool_runs_before_its_start_is_saved_and_a_later_save_writes_all(workspace: Path) -> None:
+    (workspace / "bulky.py").write_text(BULKY)
+    turns = [action("mark", {}, thought="y" * 1_000_000), {"content": "Final Answer: {last_observation}"}]
+    async with ReplayServer(turns) as model:
+        options = {"llm": {"baseUrl": model.base_url, "toolMode": "react"}, "workspaceTrusted": True}
+        async with spawn(workspace, options, command=limited_daemon(FILE_LIMIT)) as full:
+            await full.register_tool("bulky.py")
+            session_id = await full.start_session("think hard")
+            refused = await full.step(session_id)
+            assert refused["status"] == "ready" and refused["stopReason"] == "error"
+            assert "no tool was run" in refused["error"] and not (workspace / "ran.txt").exists()
+            hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+            resource.prlimit(full.process.pid, resource.RLIMIT_FSIZE, (hard, hard))  # room on the disk again
+            ran = await full.step(session_id)
+            assert ran["index"] == 0 and ran["observations"][0]["output"] == "marked" and ran["error"] is None
+            assert (await full.step(session_id))["finalAnswer"] == "marked"
+        async with spawn(workspace, options) as fresh:
+            stored = await fresh.get_session(session_id)
+    assert stored["status"] == "finished" and stored["steps"][0]["thought"].endswith("y" * 1000)
+    assert [o["output"] for o in stored["steps"][0]["observations"]] == ["marked"]
+    assert (workspace / "ran.txt").read_text() == "ran\n"
