@@ -250,7 +250,8 @@ async def test_a_store_that_fills_up_mid_step_leaves_the_session_true(workspace:
             step = await full.step(session_id)
             assert (workspace / "ran.txt").read_text() == "ran\n"
             assert step["status"] == "ready" and step["stopReason"] == "error"
-            assert "could not be saved" in step["error"] and "sessions.db" in step["error"]
+            assert "could not be saved" in step["error"] and "cannot write" in step["error"]
+            assert "sessions.db" in step["error"]
             assert step["observations"][0]["output"].startswith("xxx")  # the result is not lost
             held = await full.call("agent/getSession", {"sessionId": session_id})
             assert held["status"] == "ready" and len(held["steps"][0]["observations"]) == 1

@@ -732,8 +732,9 @@ def _keyed(
             while key in used:
                 key, suffix = f"{base}.{suffix}", suffix + 1
             model_ids[key] = call.id
+            call = replace(call, id=key)
         used.add(key)
-        keyed.append(replace(call, id=key))
+        keyed.append(call)
     return keyed, model_ids
 
 

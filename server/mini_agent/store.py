@@ -464,6 +464,8 @@ def _explain(path: Path, exc: sqlite3.Error, busy_timeout: float) -> str:
         return f"{path} is read-only ({exc}); make it and its folder writable, or {FIX_HINT}"
     if primary == sqlite3.SQLITE_FULL:
         return f"the disk holding {path} is full ({exc}); free some space, or {FIX_HINT}"
+    if primary == sqlite3.SQLITE_IOERR:  # e.g. a write refused for space or size (ENOSPC, EFBIG)
+        return f"cannot write {path} ({exc}); check that its disk has room, or {FIX_HINT}"
     return f"SQLite failed on {path} ({exc}); {FIX_HINT}"
 
 
