@@ -175,6 +175,24 @@ async def test_stored_registrations_are_listed_not_imported_until_the_workspace_
     assert client.tools_changed[-1]["tools"] == trusted
 
 
+@pytest.mark.asyncio
+async def test_a_held_back_registration_can_be_removed_without_importing_it(
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
+    (workspace / "evil.py").write_text(EVIL)
+    marker = workspace / "imported.marker"
+    async with spawn(workspace, {"workspaceTrusted": True}) as author:
+        await author.register_tool("evil.py")
+    marker.unlink()
+    untrusted = await daemon_factory({})
+    removed = (await untrusted.request("agent/unregisterTool", {"name": "evil.py"}))["tools"]
+    assert [(tool["name"], tool["loaded"]) for tool in removed] == [("evil.py", False)]
+    assert (await untrusted.request("agent/listTools", {}))["tools"] == []
+    async with spawn(workspace, {"workspaceTrusted": True}) as later:
+        assert await later.list_tools() == []
+    assert not marker.exists()
+
+
 # -- item 4: a private store, and no key in the log ---------------------------------------------
 
 

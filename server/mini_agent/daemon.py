@@ -113,6 +113,16 @@ class Daemon:
         self.tools_changed(persist=False)
         return problems
 
+    def unregister(self, name: str) -> dict[str, Any]:
+        """Remove a tool, or a stored registration held back (so a suspicious one can go unimported)."""
+        held = [wire.unloaded_registration(record)["name"] for record in self.unloaded]
+        if name in held:
+            removed = wire.unloaded_registration(self.unloaded.pop(held.index(name)))
+        else:
+            removed = wire.tool_spec(self.registry.unregister(name))
+        self.tools_changed()
+        return removed
+
     def tool_list(self) -> list[dict[str, Any]]:
         """The registered tools, then the stored registrations not loaded yet."""
         loaded = [wire.tool_spec(spec) for spec in self.registry.list()]

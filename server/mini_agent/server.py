@@ -368,11 +368,7 @@ async def register_tool(daemon: Daemon, p: RegisterToolParams) -> dict[str, Any]
 
 @method("agent/unregisterTool", "NameParams")
 async def unregister_tool(daemon: Daemon, p: NameParams) -> dict[str, Any]:
-    from . import wire
-
-    removed = daemon.registry.unregister(p.name)
-    daemon.tools_changed()
-    return {"tools": [wire.tool_spec(removed)]}
+    return {"tools": [daemon.unregister(p.name)]}
 
 
 @method("agent/listTools", "Params")
