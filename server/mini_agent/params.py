@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from .contracts import LLMConfig, ToolMode
+from .redact import hide_secret
 from .session import Decision
 
 
@@ -31,6 +32,13 @@ class LLMParams(Params):
     timeout_sec: float | None = Field(default=None, gt=0)
     request_timeout_sec: float | None = Field(default=None, gt=0)
     max_reply_bytes: int | None = Field(default=None, ge=1024)
+
+    @field_validator("api_key")
+    @classmethod
+    def _hidden(cls, value: str | None) -> str | None:
+        """Any key a client hands over is masked in the log from then on."""
+        hide_secret(value)
+        return value
 
     def apply(self, base: LLMConfig) -> LLMConfig:
         """`base` with every field this object sets."""
@@ -54,6 +62,8 @@ class InitOptions(Params):
     store: StoreOptions = Field(default_factory=StoreOptions)
     max_steps: int = Field(default=20, ge=1, le=1000)
     system_prompt: str | None = None
+    # Until the client says so (the editor's workspace trust), stored tool registrations are not imported.
+    workspace_trusted: bool = False
 
 
 class RegisterToolParams(Params):

@@ -12,7 +12,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
@@ -30,7 +30,15 @@ from .contracts import (
     ToolCall,
     ToolSpec,
 )
-from .session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord, new_session_id
+from .session import (
+    AgentConfig,
+    AgentSession,
+    Decision,
+    PendingApproval,
+    StepRecord,
+    StoreUnavailable,
+    new_session_id,
+)
 
 T = TypeVar("T")
 
@@ -55,7 +63,8 @@ class ToolExecutor(Protocol):
 
 class SessionStore(Protocol):
     """Durable sessions. `save` is called at every checkpoint and must write only what changed; a
-    lease keeps two daemons from stepping one session at once."""
+    lease keeps two daemons from stepping one session at once. A store that cannot do its job raises
+    `StoreUnavailable`."""
 
     def save(self, session: AgentSession) -> None: ...
 
@@ -116,6 +125,10 @@ class _StepCancelled(Exception):
     """Raised inside a step when its session's cancel event fires."""
 
 
+class _NotSaved(Exception):
+    """Raised inside a step when the checkpoint that must precede running its tools failed."""
+
+
 @dataclass(slots=True)
 class RunSummary:
     session: AgentSession
@@ -142,6 +155,12 @@ INTERRUPTED = (
     "Check the current state before relying on or repeating its effect."
 )
 CANCELLED_NOTE = "Cancelled by the user before the tool finished."
+NOT_SAVED_BEFORE_TOOLS = "the session could not be saved, so no tool was run (step again to retry): {error}"
+NOT_SAVED_AFTER = (
+    "this step's results could not be saved: {error}; they are kept in this daemon's memory and written "
+    "by the next checkpoint that succeeds (step again once the store is usable)"
+)
+APPROVAL_POLL_SEC = 0.5  # how often a run waiting on a decision looks for one made by another daemon
 DECLINED = "The user declined to run this tool call."
 
 
@@ -155,17 +174,23 @@ class AgentRuntime:
         store: SessionStore | None = None,
         events: EventSink | None = None,
         approver: Approver | None = None,
+        keys: Mapping[str, str] | None = None,
     ) -> None:
+        """`keys` are API keys by the base URL each was configured for: a key is sent to that server
+        only, never to whatever server a session (perhaps one from a cloned store) points at."""
         self._llm = llm
         self._tools = tools
         self.defaults = defaults or AgentConfig()
         self._store = store
         self._emit_sink = events
         self._approver = approver
+        self._keys = {_server(url): key for url, key in (keys or {}).items()}
         self.owner = uuid.uuid4().hex
         self._sessions: dict[str, AgentSession] = {}
         self._flights: dict[str, _Flight] = {}
         self._waiters: dict[str, asyncio.Event] = {}
+        self._own_keys: dict[str, tuple[str, str]] = {}  # session id -> (server, the key it was given)
+        self._unsaved: dict[str, StoreUnavailable] = {}  # sessions newer in memory than in the store
 
     # -- sessions -------------------------------------------------------------------------------
 
@@ -178,9 +203,9 @@ class AgentRuntime:
         llm: LLMConfig | None = None,
         max_steps: int | None = None,
     ) -> AgentSession:
-        """Snapshot the tools now: the prompt must not change under a running session."""
+        """Snapshot the tools now: the prompt must not change under a running session. An API key in
+        `llm` is the session's own: kept in memory for its server, never stored."""
         config = self.defaults.with_overrides(llm=llm, max_steps=max_steps, system_prompt=system_prompt)
-        # the API key stays with the daemon's options: sessions are stored on disk
         config = config.with_overrides(llm=replace(config.llm, api_key=None))
         tools = self._select_tools(tool_names)
         session = AgentSession(session_id=new_session_id(), task=task, config=config, tools=tools)
@@ -188,7 +213,25 @@ class AgentRuntime:
         session.messages.append(Message(Role.USER, task))
         self._sessions[session.session_id] = session
         self._checkpoint(session)
+        failure = self._unsaved.get(session.session_id)
+        if failure is not None:  # nothing has happened yet: refuse rather than keep it in memory only
+            self.forget(session.session_id)
+            raise failure
+        self._bind_key(session, llm)
         return session
+
+    def _bind_key(self, session: AgentSession, llm: LLMConfig | None) -> None:
+        if llm is not None and llm.api_key:
+            self._own_keys[session.session_id] = (_server(llm.base_url), llm.api_key)
+
+    def _api_key(self, session: AgentSession) -> str | None:
+        """The session's own key if it was given for the server the session uses now, else the
+        daemon's key for that server, else none."""
+        server = _server(session.config.llm.base_url)
+        own = self._own_keys.get(session.session_id)
+        if own is not None and own[0] == server:
+            return own[1]
+        return self._keys.get(server)
 
     def _select_tools(self, names: Sequence[str] | None) -> list[ToolSpec]:
         available = {spec.name: spec for spec in self._tools.list()}
@@ -200,10 +243,13 @@ class AgentRuntime:
         return [available[name] for name in names]
 
     def get(self, session_id: str) -> AgentSession:
-        """The session's latest state: re-read from the store when another daemon wrote it since."""
+        """The session's latest state: re-read from the store when another daemon wrote it since
+        (unless the store could not take this daemon's newest state: then memory is the latest)."""
         session = self._sessions.get(session_id)
-        stale = session is None or (self._store is not None and not self._store.is_current(session))
-        if self._store is not None and stale and session_id not in self._flights:
+        newest_here = session_id in self._flights or session_id in self._unsaved
+        if self._store is not None and not newest_here and (
+            session is None or not self._store.is_current(session)
+        ):
             loaded = self._store.load(session_id)
             if loaded is not None:
                 session = self._sessions[session_id] = loaded
@@ -222,9 +268,9 @@ class AgentRuntime:
             session.status = SessionStatus.READY
         if llm is not None:
             session.config = session.config.with_overrides(llm=replace(llm, api_key=None))
+            self._bind_key(session, llm)
         self._checkpoint(session)
-        if self._store is not None:
-            self._store.release(session_id, self.owner)
+        self._release(session_id)
         return session
 
     def sessions(self, *, status: str | None = None) -> list[AgentSession]:
@@ -234,6 +280,12 @@ class AgentRuntime:
 
     def forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
+        self._own_keys.pop(session_id, None)
+        self._unsaved.pop(session_id, None)
+
+    def is_unsaved(self, session_id: str) -> bool:
+        """True while the store lacks this daemon's newest state of the session (it failed to write)."""
+        return session_id in self._unsaved
 
     def is_busy(self, session_id: str) -> bool:
         return session_id in self._flights
@@ -292,7 +344,13 @@ class AgentRuntime:
             yield session, flight
         finally:
             del self._flights[session_id]
-            if self._store is not None:
+            self._release(session_id)
+
+    def _release(self, session_id: str) -> None:
+        """A lease that cannot be released (the store failed) must not hide the step's outcome; it
+        is ours, so it lapses with this process and our next acquire takes it anyway."""
+        if self._store is not None:
+            with contextlib.suppress(StoreUnavailable):
                 self._store.release(session_id, self.owner)
 
     async def _step(self, session: AgentSession, flight: _Flight, wait_for_approval: bool) -> StepRecord:
@@ -304,9 +362,11 @@ class AgentRuntime:
             record = self._cancelled(session)
         except LLMError as exc:
             record = StepRecord(index=len(session.steps), stop_reason=StopReason.ERROR, error=str(exc))
+        except _NotSaved as exc:
+            error = NOT_SAVED_BEFORE_TOOLS.format(error=exc)
+            record = StepRecord(index=len(session.steps) - 1, stop_reason=StopReason.ERROR, error=error)
         record.elapsed_ms += (time.perf_counter() - started) * 1000.0
-        self._conclude(session, record)
-        return record
+        return self._conclude(session, record)
 
     def _take(self, session_id: str) -> AgentSession:
         """Lease the session, then read its latest state: another daemon may have stepped it meanwhile."""
@@ -315,8 +375,7 @@ class AgentRuntime:
             raise SessionBusy(session_id, " in another daemon")
         session = self.get(session_id)
         if session.finished:
-            if self._store is not None:
-                self._store.release(session_id, self.owner)
+            self._release(session_id)
             raise SessionFinished(session)
         return session
 
@@ -341,18 +400,20 @@ class AgentRuntime:
         def on_text(delta: str) -> None:
             self._emit(session, index, {"kind": "agent_thought_chunk", "text": delta})
 
-        llm_config = replace(session.config.llm, api_key=self.defaults.llm.api_key)
+        llm_config = replace(session.config.llm, api_key=self._api_key(session))
         response = await self._race(
             flight, self._llm.generate(session.messages, session.tools, llm_config, on_text)
         )
+        calls, model_ids = _keyed(session, index, response.tool_calls)
         record = StepRecord(
             index=index,
             thought=response.thought,
             completion=response.content,
-            tool_calls=list(response.tool_calls),
+            tool_calls=calls,
             final_answer=response.final_answer,
             usage=response.usage,
             tool_mode=response.tool_mode,
+            model_ids=model_ids,
         )
         session.steps.append(record)
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
@@ -440,9 +501,32 @@ class AgentRuntime:
         waiter = self._waiters.setdefault(session.session_id, asyncio.Event())
         while any(p.decision is None for p in session.pending):
             waiter.clear()
-            await self._race(flight, waiter.wait())
+            try:
+                await self._race(flight, asyncio.wait_for(waiter.wait(), APPROVAL_POLL_SEC))
+            except TimeoutError:
+                self._adopt_decisions(session)
         self._set_status(session, SessionStatus.RUNNING)
         return True
+
+    def _adopt_decisions(self, session: AgentSession) -> None:
+        """Take up decisions another daemon sharing the store recorded (its agent/approve) while this
+        one holds the session; only the decisions: everything else here is the newer state."""
+        if self._store is None:
+            return
+        try:
+            if self._store.is_current(session):
+                return
+            stored = self._store.load(session.session_id)
+        except StoreUnavailable:
+            return  # look again at the next tick
+        if stored is None:
+            return
+        for pending in session.pending:
+            theirs = _pending_for(stored, pending.call.id)
+            if pending.decision is None and theirs is not None and theirs.decision is not None:
+                pending.decision, pending.reason = theirs.decision, theirs.reason
+        for name, decision in stored.standing_decisions.items():
+            session.standing_decisions.setdefault(name, decision)
 
     def _ask(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> None:
         if self._approver is None:
@@ -462,8 +546,13 @@ class AgentRuntime:
     ) -> None:
         if not calls:
             return
-        record.started.update(call.id for call in calls)
+        ids = {call.id for call in calls}
+        record.started.update(ids)
         self._checkpoint(session)
+        failure = self._unsaved.get(session.session_id)
+        if failure is not None:  # unrecorded, a crash would make a run of them look like none
+            record.started.difference_update(ids)
+            raise _NotSaved(str(failure))
 
         async def one(call: ToolCall) -> None:
             self._emit(
@@ -497,9 +586,9 @@ class AgentRuntime:
             order = [call.id for call in record.tool_calls]
             record.observations.sort(key=lambda obs: order.index(obs.call_id))
             for obs in record.observations:
-                session.messages.append(
-                    Message(Role.TOOL, obs.output, tool_call_id=obs.call_id, name=obs.tool_name)
-                )
+                model_id = record.model_ids.get(obs.call_id, obs.call_id)
+                message = Message(Role.TOOL, obs.output, tool_call_id=model_id, name=obs.tool_name)
+                session.messages.append(message)
         self._checkpoint(session)
 
     def _fill_missing(self, session: AgentSession, record: StepRecord, text: str) -> None:
@@ -514,7 +603,9 @@ class AgentRuntime:
             return last
         return StepRecord(index=len(session.steps), stop_reason=StopReason.CANCELLED)
 
-    def _conclude(self, session: AgentSession, record: StepRecord) -> None:
+    def _conclude(self, session: AgentSession, record: StepRecord) -> StepRecord:
+        """End the step: its stop reason, the status, the last checkpoint; returns the step as
+        reported (a checkpoint that failed makes it an error, without changing the stored record)."""
         if record.stop_reason is StopReason.LOOP_DETECTED and not session.finished:
             session.finish(StopReason.LOOP_DETECTED)
         if (
@@ -530,12 +621,17 @@ class AgentRuntime:
             session.status = SessionStatus.READY
         session.touch()
         self._checkpoint(session)
+        failure = self._unsaved.get(session.session_id)
+        if failure is not None and record.error is None:
+            error = NOT_SAVED_AFTER.format(error=failure)
+            record = replace(record, stop_reason=StopReason.ERROR, error=error)
         update: dict[str, Any] = {"kind": "status", "status": session.status.value}
         if record.stop_reason is not None:
             update["stopReason"] = record.stop_reason.value
         if record.error:
             update["message"] = record.error
         self._emit(session, record.index, update)
+        return record
 
     def replay(self, session_id: str) -> list[AgentUpdate]:
         """The trajectory as the updates a live run would have sent (for an editor that just opened)."""
@@ -594,8 +690,16 @@ class AgentRuntime:
             self._emit_sink(AgentUpdate(session.session_id, step, update))
 
     def _checkpoint(self, session: AgentSession) -> None:
-        if self._store is not None:
+        """Best effort: a store that fails (disk full) leaves the newest state in memory, marked
+        unsaved; the step decides what that means, and the next save that works writes it all."""
+        if self._store is None:
+            return
+        try:
             self._store.save(session)
+        except StoreUnavailable as exc:
+            self._unsaved[session.session_id] = exc
+        else:
+            self._unsaved.pop(session.session_id, None)
 
 
 _background: set[asyncio.Task[None]] = set()
@@ -605,6 +709,33 @@ def _spawn(coro: Coroutine[Any, Any, None]) -> None:
     task = asyncio.ensure_future(coro)
     _background.add(task)
     task.add_done_callback(_background.discard)
+
+
+def _server(base_url: str) -> str:
+    return base_url.rstrip("/")
+
+
+def _keyed(
+    session: AgentSession, index: int, calls: Sequence[ToolCall]
+) -> tuple[list[ToolCall], dict[str, str]]:
+    """The calls keyed by ids unique in the session, whatever the model sent: an id that is empty,
+    repeated in the reply or used earlier gets one derived from the step and position (so a replay
+    derives the same), and the model's own id is kept in the returned map for its history."""
+    used = {call.id for step in session.steps for call in step.tool_calls}
+    keyed: list[ToolCall] = []
+    model_ids: dict[str, str] = {}
+    for position, call in enumerate(calls):
+        key = call.id
+        if not key or key in used:
+            key = base = f"{call.id or 'call'}~{index}.{position}"
+            suffix = 1
+            while key in used:
+                key, suffix = f"{base}.{suffix}", suffix + 1
+            model_ids[key] = call.id
+            call = replace(call, id=key)
+        used.add(key)
+        keyed.append(call)
+    return keyed, model_ids
 
 
 def _canonical(call: ToolCall) -> str:

@@ -73,6 +73,7 @@ METHODS = (
     "agent/resumeSession",
     "agent/loadSession",
     "agent/deleteSession",
+    "agent/trustWorkspace",
 )
 SESSION_ERROR = -32001  # a valid request the session cannot take now (busy)
 STORE_ERROR = -32003  # the session store failed (corrupt, locked); the message names the file
@@ -376,18 +377,19 @@ async def register_tool(daemon: Daemon, p: RegisterToolParams) -> dict[str, Any]
 
 @method("agent/unregisterTool", "NameParams")
 async def unregister_tool(daemon: Daemon, p: NameParams) -> dict[str, Any]:
-    from . import wire
-
-    removed = daemon.registry.unregister(p.name)
-    daemon.tools_changed()
-    return {"tools": [wire.tool_spec(removed)]}
+    return {"tools": [daemon.unregister(p.name)]}
 
 
 @method("agent/listTools", "Params")
 async def list_tools(daemon: Daemon, p: object) -> dict[str, Any]:
-    from . import wire
+    return {"tools": daemon.tool_list()}
 
-    return {"tools": [wire.tool_spec(spec) for spec in daemon.registry.list()]}
+
+@method("agent/trustWorkspace", "Params")
+async def trust_workspace(daemon: Daemon, p: object) -> dict[str, Any]:
+    for problem in await daemon.trust():
+        _show_error(server, f"could not restore a tool registration: {problem}")
+    return {"tools": daemon.tool_list()}
 
 
 @method("agent/startSession", "StartSessionParams")
@@ -576,6 +578,9 @@ def main(*, ndjson: bool = False) -> None:
         level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
         format="[mini-agent] %(levelname)s %(name)s: %(message)s",
     )
+    from .redact import install
+
+    install(logging.getLogger())
     # pygls logs a traceback for every deliberate error answer; keep that for debugging only
     logging.getLogger("pygls").setLevel(
         logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL

@@ -11,11 +11,13 @@ A lease row per session keeps two daemons on one workspace from stepping the sam
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import socket
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints, overload
 
 from .contracts import Message, Role, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
-from .session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord
+from .session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord, StoreUnavailable
 
 STORE_DIR = ".mini-agent"
 STORE_FILE = "sessions.db"
@@ -99,7 +101,7 @@ UPSERT_STEP = "INSERT INTO steps VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET reco
 PROCESS_TOKEN = uuid.uuid4().hex
 
 
-class StoreError(Exception):
+class StoreError(StoreUnavailable):
     """The session store cannot be used; the message names the file and what to do about it."""
 
     def __init__(self, message: str, path: Path) -> None:
@@ -164,10 +166,11 @@ class SqliteStore:
         self._written: dict[str, _Written] = {}
         self._host = socket.gethostname()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private_folder(self.path.parent)
         except OSError as exc:
             message = f"cannot create the folder for {self.path} ({exc}); {FIX_HINT}"
             raise StoreError(message, self.path) from exc
+        _private_file(self.path)
         with self._errors("opening the session store"):
             self._conn = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -180,12 +183,15 @@ class SqliteStore:
         except BaseException:
             self._conn.close()
             raise
+        for suffix in ("-wal", "-shm"):  # SQLite gives them the database's mode; older ones may be wider
+            _tighten(Path(f"{self.path}{suffix}"))
 
     @classmethod
     def for_workspace(cls, workspace: Path, **options: float) -> SqliteStore:
         """The workspace's default store; its folder gets a .gitignore so sessions (and any API key in
         their model settings) stay out of version control."""
         path = default_path(workspace)
+        _tighten(path.parent)  # ours alone, whatever an older version left
         store = cls(path, **options)
         ignore = path.parent / ".gitignore"
         if not ignore.exists():
@@ -411,6 +417,35 @@ class SqliteStore:
         return count
 
 
+# -- files --------------------------------------------------------------------------------------
+# The store holds prompts, tool output and file contents: only its owner may read it, whatever the
+# umask. Modes are narrowed, never widened (a store made read-only on purpose stays read-only).
+
+
+def _private_folder(folder: Path) -> None:
+    if folder.is_dir():
+        return
+    folder.mkdir(mode=0o700, parents=True)  # a file in the way raises here
+    os.chmod(folder, 0o700)
+
+
+def _private_file(path: Path) -> None:
+    """Create the database file 0600 before SQLite does (it would use 0644 less the umask)."""
+    if path.exists():
+        _tighten(path)
+        return
+    with contextlib.suppress(OSError):  # a folder we may not write to: SQLite reports it, with advice
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.chmod(path, 0o600)
+
+
+def _tighten(path: Path) -> None:
+    with contextlib.suppress(OSError):  # not ours, or gone: nothing to narrow here
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            os.chmod(path, mode & 0o700)
+
+
 # -- errors -------------------------------------------------------------------------------------
 
 
@@ -429,6 +464,8 @@ def _explain(path: Path, exc: sqlite3.Error, busy_timeout: float) -> str:
         return f"{path} is read-only ({exc}); make it and its folder writable, or {FIX_HINT}"
     if primary == sqlite3.SQLITE_FULL:
         return f"the disk holding {path} is full ({exc}); free some space, or {FIX_HINT}"
+    if primary == sqlite3.SQLITE_IOERR:  # e.g. a write refused for space or size (ENOSPC, EFBIG)
+        return f"cannot write {path} ({exc}); check that its disk has room, or {FIX_HINT}"
     return f"SQLite failed on {path} ({exc}); {FIX_HINT}"
 
 
