@@ -1,10 +1,18 @@
 """Daemon side of the tool host: a small pool of host subprocesses per workspace.
 
 The daemon never imports workspace code; it only routes requests to `host_main` subprocesses and
-turns their faults (exit, signal, hang, broken pipe, cancellation) into results. Each host runs one
-request at a time; up to `max_hosts` hosts are started on demand so parallel tool calls overlap.
-A host that dies or is killed is dropped and the next request starts a fresh one, which re-loads
-the files it needs before its first call.
+turns their faults (exit, signal, hang, broken pipe, cancellation, running out of memory) into
+results. Each host runs one request at a time; up to `max_hosts` hosts are started on demand so
+parallel tool calls overlap. A host that dies or is killed is dropped and the next request starts a
+fresh one, which re-loads the files it needs before its first call.
+
+No process a tool starts outlives its call: the host ends its own descendants before each reply,
+and killing a host (timeout, cancel, close) ends its whole tree, including children that left its
+session (`setsid`) or double-forked; both sides are child subreapers, so orphans stay in reach (see
+`reaper`). A host is a warden process and the worker below it that runs the tools: when the worker
+dies, or the daemon does, the warden ends what was left. A host's end is noticed by its exit, not
+only by its pipe closing, which a stray child may hold open. Hosts get the daemon's environment
+without the model's secrets (unless `inherit_secrets`) and an address-space limit.
 """
 
 from __future__ import annotations
@@ -17,12 +25,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mini_agent.tools import protocol
+from mini_agent.tools import protocol, reaper
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 # `-P` keeps the workspace (the cwd) off sys.path while the host imports its own dependencies, so a
@@ -33,6 +41,8 @@ _BOOTSTRAP = (
     "from mini_agent.tools.host_main import main; sys.exit(main())"
 )
 _EXIT_GRACE_SEC = 2.0
+# What the daemon itself, its CLI and editors read the model's key from.
+SECRET_VARIABLES = frozenset({"OPENAI_API_KEY", "MINI_AGENT_API_KEY"})
 _READ_CHUNK = 65536
 
 
@@ -99,6 +109,19 @@ class _FrameReader:
                 timer.cancel()
         return message
 
+    def hang_up(self) -> None:
+        """The host has exited: take what it wrote, then read EOF even if a stray child of it still
+        holds the pipe open."""
+        if self._fd < 0 or self._eof:
+            return
+        with contextlib.suppress(OSError):
+            while data := os.read(self._fd, _READ_CHUNK):
+                self._buffer += data
+        self._eof = True
+        self._loop.remove_reader(self._fd)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
     def close(self) -> None:
         if self._fd >= 0:
             self._loop.remove_reader(self._fd)
@@ -152,24 +175,26 @@ class _Worker:
         self.max_output = max_output
         self.loaded: dict[str, int] = {}  # path → the generation of the file this host has executed
         self.closed = False
+        exited.done.add_done_callback(lambda _: reader.hang_up())
 
     @classmethod
-    async def start(cls, root: Path, python: str, max_output: int, timeout: float) -> _Worker:
+    async def start(cls, root: Path, settings: _Settings) -> _Worker:
         loop = asyncio.get_running_loop()
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         log_fd = _capture_file()
         child_fds = (request_r, reply_w, log_fd)
         command = [
-            python, "-P", "-c", _BOOTSTRAP,
+            settings.python, "-P", "-c", _BOOTSTRAP,
             "--request-fd", str(request_r), "--reply-fd", str(reply_w), "--log-fd", str(log_fd),
-            "--max-output", str(max_output), "--parent", str(os.getpid()),
+            "--max-output", str(settings.max_output), "--max-memory-mb", str(settings.max_memory_mb),
+            "--parent", str(os.getpid()),
         ]  # fmt: skip
         try:
             transport, exited = await loop.subprocess_exec(
                 _Exited, *command,
                 stdin=subprocess.DEVNULL, stdout=2, stderr=None,  # stray host output goes to our stderr
-                cwd=root, pass_fds=child_fds, start_new_session=True,
+                cwd=root, pass_fds=child_fds, start_new_session=True, env=settings.env,
             )  # fmt: skip
         except BaseException:
             for fd in (request_r, request_w, reply_r, reply_w, log_fd):
@@ -177,7 +202,8 @@ class _Worker:
             raise
         os.close(request_r)
         os.close(reply_w)
-        worker = cls(transport, exited, _FrameReader(reply_r), request_w, log_fd, max_output)
+        worker = cls(transport, exited, _FrameReader(reply_r), request_w, log_fd, settings.max_output)
+        timeout = settings.start_timeout
         try:
             await worker.receive(timeout)
         except BaseException as exc:
@@ -214,13 +240,15 @@ class _Worker:
             return ""
 
     def kill(self) -> None:
-        """Kill the host and everything it started (its own process group), then close our ends."""
+        """Kill the host and everything it started, then close our ends."""
         if self.closed:
             return
         self.closed = True
         if self.transport.get_returncode() is None:
+            pid = self.transport.get_pid()
+            reaper.kill_tree(pid)
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.transport.get_pid(), signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
             # Closing now would poll() and may reap the child under asyncio's own watcher.
             self.exited.done.add_done_callback(lambda _: self.transport.close())
         else:
@@ -262,11 +290,13 @@ class ToolHost:
         max_hosts: int = 4,
         python: str = sys.executable,
         start_timeout_sec: float = 60.0,
+        max_memory_mb: int = 1024,
+        inherit_secrets: bool = False,
+        secret_values: Collection[str] = (),
     ) -> None:
         self._root = Path(workspace_root)
-        self._max_output = max_output_bytes
-        self._python = python
-        self._start_timeout = start_timeout_sec
+        env = os.environ if inherit_secrets else tool_environment(os.environ, secret_values)
+        self._settings = _Settings(python, max_output_bytes, max_memory_mb, start_timeout_sec, dict(env))
         self._slots = asyncio.Semaphore(max_hosts)
         self._idle: list[_Worker] = []
         self._busy: set[_Worker] = set()
@@ -367,7 +397,26 @@ class ToolHost:
                     self._idle.append(worker)
 
     async def _start(self) -> _Worker:
-        return await _Worker.start(self._root, self._python, self._max_output, self._start_timeout)
+        return await _Worker.start(self._root, self._settings)
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    python: str
+    max_output: int
+    max_memory_mb: int  # 0: no limit
+    start_timeout: float
+    env: dict[str, str]
+
+
+def tool_environment(environ: Mapping[str, str], secret_values: Collection[str]) -> dict[str, str]:
+    """`environ` without the model's key: the variables it is read from, and any holding its value."""
+    hidden = {value for value in secret_values if value}
+    return {
+        name: value
+        for name, value in environ.items()
+        if name not in SECRET_VARIABLES and value not in hidden
+    }
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
