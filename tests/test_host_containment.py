@@ -101,7 +101,9 @@ async def host(tmp_path: Path) -> AsyncIterator[ToolHost]:
     await tool_host.aclose()
 
 
-async def call(host: ToolHost, path: Path, function: str, /, timeout: float = 30.0, **arguments: object) -> CallResult:
+async def call(
+    host: ToolHost, path: Path, function: str, /, timeout: float = 30.0, **arguments: object
+) -> CallResult:
     return await host.call(path, function, tool_name=function, arguments=arguments, timeout=timeout)
 
 
@@ -156,7 +158,9 @@ async def test_ending_a_call_ends_its_whole_tree(
 
 
 @pytest.mark.asyncio
-async def test_closing_the_pool_ends_a_running_tree(tools_file: Path, tmp_path: Path, sleepers: list[int]) -> None:
+async def test_closing_the_pool_ends_a_running_tree(
+    tools_file: Path, tmp_path: Path, sleepers: list[int]
+) -> None:
     host = ToolHost(tmp_path)
     pid_file = tmp_path / "pids.json"
     task = asyncio.create_task(call(host, tools_file, "hang", pid_file=str(pid_file)))
@@ -191,7 +195,9 @@ async def test_a_tool_that_eats_memory_gets_an_error_and_the_host_goes_on(
 
 
 @pytest.mark.asyncio
-async def test_a_lone_surrogate_is_an_error_not_a_dead_host(host: ToolHost, tools_file: Path, tmp_path: Path) -> None:
+async def test_a_lone_surrogate_is_an_error_not_a_dead_host(
+    host: ToolHost, tools_file: Path, tmp_path: Path
+) -> None:
     result = await call(host, tools_file, "surrogate")
     assert result.is_error
     assert result.output == (
@@ -200,7 +206,7 @@ async def test_a_lone_surrogate_is_an_error_not_a_dead_host(host: ToolHost, tool
     )
     bad_doc = tmp_path / "bad_doc.py"
     bad_doc.write_text(BAD_DOC, encoding="utf-8")
-    with pytest.raises(LoadError, match="^the tool host cannot send its reply: .*surrogates not allowed"):
+    with pytest.raises(LoadError, match=r"^the tool host cannot send its reply: .*surrogates not allowed"):
         await host.load(bad_doc)
     assert (await call(host, tools_file, "echo", text="ok")).output == "ok"
     assert host.running == 1  # the same host answered throughout
@@ -235,10 +241,16 @@ async def test_tools_do_not_see_the_models_key_unless_allowed(
 
 
 @pytest.mark.asyncio
-async def test_the_memory_limit_is_a_daemon_option(daemon_factory: Callable[..., Any], workspace: Path) -> None:
+async def test_the_memory_limit_is_a_daemon_option(
+    daemon_factory: Callable[..., Any], workspace: Path
+) -> None:
     (workspace / "hostile.py").write_text(TOOLS, encoding="utf-8")
     async with ReplayServer([action("hog", {"mb": 400})]) as model:
-        options = {"llm": {"baseUrl": model.base_url}, "store": {"enabled": False}, "tools": {"maxMemoryMB": 200}}
+        options = {
+            "llm": {"baseUrl": model.base_url},
+            "store": {"enabled": False},
+            "tools": {"maxMemoryMB": 200},
+        }
         client = await daemon_factory(options)
         await client.request("agent/registerTool", {"path": "hostile.py", "function": "hog"})
         session_id = (await client.request("agent/startSession", {"task": "eat"}))["sessionId"]

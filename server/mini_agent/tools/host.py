@@ -413,9 +413,7 @@ def tool_environment(environ: Mapping[str, str], secret_values: Collection[str])
     """`environ` without the model's key: the variables it is read from, and any holding its value."""
     hidden = {value for value in secret_values if value}
     return {
-        name: value
-        for name, value in environ.items()
-        if name not in SECRET_VARIABLES and value not in hidden
+        name: value for name, value in environ.items() if name not in SECRET_VARIABLES and value not in hidden
     }
 
 

@@ -189,7 +189,12 @@ class Host:
         """The error reply for a reply that cannot be encoded."""
         problem = f"the tool host cannot send its reply: {_one_line(exc)}"
         if request.get("op") == "call":
-            return {"output": f"{request['tool']}: {problem}", "isError": True, "truncated": False, "logs": ""}
+            return {
+                "output": f"{request['tool']}: {problem}",
+                "isError": True,
+                "truncated": False,
+                "logs": "",
+            }
         return {"ok": False, "error": problem}
 
     def _load(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -230,7 +235,10 @@ class Host:
             return f"{label} called sys.exit({exc.code!r})", True
         except BaseException as exc:
             if isinstance(exc, MemoryError) and self._max_memory_mb:
-                return f"{label} ran out of memory (the limit is tools.maxMemoryMB = {self._max_memory_mb})", True
+                return (
+                    f"{label} ran out of memory (the limit is tools.maxMemoryMB = {self._max_memory_mb})",
+                    True,
+                )
             _print_user_traceback(exc)
             return f"{label} raised {_one_line(exc)}", True
 
