@@ -175,6 +175,7 @@ class _Worker:
         self.max_output = max_output
         self.loaded: dict[str, int] = {}  # path → the generation of the file this host has executed
         self.closed = False
+        self.pid = transport.get_pid()  # the worker's, once it has said it is ready
         exited.done.add_done_callback(lambda _: reader.hang_up())
 
     @classmethod
@@ -205,7 +206,7 @@ class _Worker:
         worker = cls(transport, exited, _FrameReader(reply_r), request_w, log_fd, settings.max_output)
         timeout = settings.start_timeout
         try:
-            await worker.receive(timeout)
+            worker.pid = int((await worker.receive(timeout))["pid"])
         except BaseException as exc:
             worker.kill()
             if isinstance(exc, HostDied | TimeoutError):
@@ -375,8 +376,8 @@ class ToolHost:
 
     @property
     def pids(self) -> list[int]:
-        """The process ids of the live hosts (for diagnostics and benchmarks)."""
-        return [w.transport.get_pid() for w in (*self._idle, *self._busy)]
+        """The process ids of the live hosts' workers, which run the tools (for diagnostics, benchmarks)."""
+        return [w.pid for w in (*self._idle, *self._busy)]
 
     @contextlib.asynccontextmanager
     async def _lease(self) -> AsyncIterator[_Worker]:

@@ -4,6 +4,11 @@ Started by `host.ToolHost` (equivalent to `python -P -m mini_agent.tools.host_ma
 on /dev/null, the workspace root as cwd, and three inherited descriptors: the request pipe, the
 reply pipe and the capture file. It serves one request at a time; anything a tool does to fd 1/2
 lands in the capture file, so the daemon's stdout never sees it.
+
+The process forks once: the parent (the warden) only waits, and the child (the worker) runs the
+tools under the address-space limit. Both are child subreapers. The worker ends whatever a request
+started before it replies; the warden, when the worker dies or the daemon does (its parent-death
+signal is SIGTERM), ends everything left below it and exits as the worker did.
 """
 
 from __future__ import annotations
