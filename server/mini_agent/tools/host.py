@@ -12,7 +12,7 @@ session (`setsid`) or double-forked; both sides are child subreapers, so orphans
 `reaper`). A host is a warden process and the worker below it that runs the tools: when the worker
 dies, or the daemon does, the warden ends what was left. A host's end is noticed by its exit, not
 only by its pipe closing, which a stray child may hold open. Hosts get the daemon's environment
-without the model's secrets (unless `inherit_secrets`) and an address-space limit.
+without the model's secrets (unless `inherit_secrets`) and a memory limit.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ reply pipe and the capture file. It serves one request at a time; anything a too
 lands in the capture file, so the daemon's stdout never sees it.
 
 The process forks once: the parent (the warden) only waits, and the child (the worker) runs the
-tools under the address-space limit. Both are child subreapers. The worker ends whatever a request
+tools under the memory limit. Both are child subreapers. The worker ends whatever a request
 started before it replies; the warden, when the worker dies or the daemon does (its parent-death
 signal is SIGTERM), ends everything left below it and exits as the worker did.
 """
@@ -276,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     reaper.become_subreaper()  # a double-forked daemon stays below the worker, within reach
     if args.max_memory_mb:
         limit = args.max_memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        # RLIMIT_DATA, not RLIMIT_AS: address space that is only reserved (a JVM's heap, WebAssembly
+        # memories) does not count, so such programs still start under a tool.
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     faulthandler.enable()  # a segfault's traceback goes to fd 2, i.e. into the capture file
     sys.path.insert(0, os.getcwd())  # the workspace root: tools may import their sibling modules
     channel = Channel(args.request_fd, args.reply_fd)
