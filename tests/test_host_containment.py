@@ -213,6 +213,19 @@ async def test_a_lone_surrogate_is_an_error_not_a_dead_host(
 
 
 @pytest.mark.asyncio
+async def test_arguments_with_a_lone_surrogate_are_refused_not_raised(
+    host: ToolHost, tools_file: Path
+) -> None:
+    """A model may send the JSON escape `\\udc80`; parsed, it is a string with no UTF-8 form."""
+    result = await call(host, tools_file, "echo", text="a\udc80")
+    assert result.is_error
+    assert result.output.startswith("Invalid arguments for echo: ")
+    assert "surrogates not allowed" in result.output
+    assert (await call(host, tools_file, "echo", text="ok")).output == "ok"
+    assert host.running == 1
+
+
+@pytest.mark.asyncio
 async def test_tools_do_not_see_the_models_key_unless_allowed(
     daemon_factory: Callable[..., Any], workspace: Path, tools_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

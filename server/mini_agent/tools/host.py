@@ -50,6 +50,10 @@ class LoadError(Exception):
     """A file could not be loaded or reflected; the message is meant for the client."""
 
 
+class Unsendable(ValueError):
+    """A request with no JSON form (a lone surrogate, say from a model's `\\udc80`); nothing was sent."""
+
+
 class HostDied(Exception):
     """The host went away mid-request; the message says how (exit code, signal, closed pipe)."""
 
@@ -218,7 +222,11 @@ class _Worker:
     async def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one request and wait up to `timeout` for its reply (TimeoutError past it)."""
         try:
-            _write_all(self.request_fd, protocol.encode(message))
+            frame = protocol.encode(message)
+        except ValueError as exc:
+            raise Unsendable(str(exc)) from None
+        try:
+            _write_all(self.request_fd, frame)
         except OSError as exc:
             raise await self._died(await self._exit_description()) from exc
         return await self.receive(timeout)
@@ -327,6 +335,8 @@ class ToolHost:
             raise LoadError(f"importing {path.name} timed out after {timeout:g} s") from None
         except HostDied as exc:
             raise LoadError(f"{exc} while importing {path.name}") from exc
+        except Unsendable as exc:
+            raise LoadError(f"cannot register {path.name}: {exc}") from None
         if not reply.get("ok"):
             raise LoadError(str(reply.get("error")))
         tools: list[dict[str, Any]] = reply["tools"]
@@ -356,6 +366,8 @@ class ToolHost:
                     return CallResult(f"{tool_name} timed out after {timeout:g} s", True, False, logs)
                 except HostDied as exc:
                     return CallResult(f"{tool_name} crashed: {exc}", True, False, exc.logs)
+                except Unsendable as exc:
+                    return CallResult(f"Invalid arguments for {tool_name}: {exc}", True)
                 worker.loaded[key] = generation
         except HostDied as exc:  # the host could not even start
             return CallResult(f"cannot run {tool_name}: {exc}", True)
