@@ -123,14 +123,20 @@ class _FrameReader:
                 self._buffer += data
         self._eof = True
         self._loop.remove_reader(self._fd)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        self._wake()
 
     def close(self) -> None:
+        """Stop reading; a request still waiting sees EOF (the host is being killed)."""
         if self._fd >= 0:
             self._loop.remove_reader(self._fd)
             os.close(self._fd)
             self._fd = -1
+        self._eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     def _on_readable(self) -> None:
         try:
@@ -144,8 +150,7 @@ class _FrameReader:
         else:
             self._eof = True
             self._loop.remove_reader(self._fd)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        self._wake()
 
     def _take(self) -> dict[str, Any] | None:
         size = protocol.HEADER.size
