@@ -8,10 +8,11 @@ fresh one, which re-loads the files it needs before its first call.
 
 No process a tool starts outlives its call: the host ends its own descendants before each reply,
 and killing a host (timeout, cancel, close) ends its whole tree, including children that left its
-session (`setsid`) or double-forked; both sides are child subreapers, so orphans stay in reach (see
-`reaper`). A host is a warden process and the worker below it that runs the tools: when the worker
-dies, or the daemon does, the warden ends what was left. A host's end is noticed by its exit, not
-only by its pipe closing, which a stray child may hold open. Hosts get the daemon's environment
+session (`setsid`) or double-forked (see `reaper`). A host is a warden process and the worker below
+it that runs the tools, both child subreapers, so orphans stay below them: when the worker dies, or
+the daemon does, the warden ends what was left. A host's end is noticed by its exit, not only by its
+pipe closing, which a stray child may hold open. This holds against careless tools, not hostile
+ones: a tool runs as the user and can, say, kill its warden first. Hosts get the daemon's environment
 without the model's secrets (unless `inherit_secrets`) and a memory limit.
 """
 
