@@ -50,6 +50,9 @@ class Daemon:
             root,
             timeout_sec=options.tools.timeout_sec,
             max_output_bytes=options.tools.max_output_bytes,
+            max_memory_mb=options.tools.max_memory_mb,
+            inherit_secrets=options.tools.inherit_secrets,
+            secret_values=[options.llm.api_key or ""],
             client_caller=self._call_client_tool,
         )
         llm = options.llm.apply(LLMConfig())

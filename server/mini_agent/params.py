@@ -49,6 +49,8 @@ class LLMParams(Params):
 class ToolOptions(Params):
     timeout_sec: float = Field(default=30.0, gt=0)
     max_output_bytes: int = Field(default=65536, ge=1024)
+    max_memory_mb: int = Field(default=1024, ge=0, alias="maxMemoryMB")  # per tool host; 0: no limit
+    inherit_secrets: bool = False  # pass the model's key variables to tools too
 
 
 class StoreOptions(Params):
