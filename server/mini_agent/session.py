@@ -32,6 +32,11 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+class StoreUnavailable(Exception):
+    """What a session store raises when it cannot write or read (disk full, locked, corrupt): the
+    runtime keeps the newest state in memory and says so, rather than losing the step."""
+
+
 class Decision(StrEnum):
     """A person's answer to a permission request (the Agent Client Protocol's option kinds)."""
 
@@ -83,6 +88,9 @@ class StepRecord:
     usage: TokenUsage = field(default_factory=TokenUsage)
     elapsed_ms: float = 0.0
     tool_mode: str = ""
+    # The model's own id of each call the daemon keys by another (an id empty, repeated, or used before):
+    # decisions and the wire go by `ToolCall.id`, the history sent back to the model by the model's id.
+    model_ids: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
