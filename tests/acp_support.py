@@ -43,7 +43,8 @@ class Recorder:
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **_: Any
     ) -> RequestPermissionResponse:
-        request = {"sessionId": session_id, "toolCall": dump(tool_call), "options": [dump(o) for o in options]}
+        options_json = [dump(option) for option in options]
+        request = {"sessionId": session_id, "toolCall": dump(tool_call), "options": options_json}
         self.permission_requests.append(request)
         choice = self.answer(request) if self.answer is not None else None
         if choice is None:
@@ -58,11 +59,14 @@ class Recorder:
 
 
 @asynccontextmanager
-async def acp_agent(cwd: Path, *, fs: bool = False, **env: str) -> AsyncIterator[tuple[Any, Any, Recorder]]:
+async def acp_agent(
+    cwd: Path, *, fs: bool = False, trust: bool = False, **env: str
+) -> AsyncIterator[tuple[Any, Any, Recorder]]:
     """A running agent, initialized; yields (connection, process, recorder)."""
     recorder = Recorder()
+    command = (*AGENT, "--trust") if trust else AGENT
     async with spawn_agent_process(
-        recorder, *AGENT, env=daemon_env(**env), cwd=cwd, transport_kwargs={"stderr": None}
+        recorder, *command, env=daemon_env(**env), cwd=cwd, transport_kwargs={"stderr": None}
     ) as (conn, process):
         caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs))
         await conn.initialize(protocol_version=1, client_capabilities=caps)
@@ -75,6 +79,7 @@ def text(words: str) -> list[Any]:
 
 def workspace_config(root: Path, base_url: str, **extra: str) -> None:
     """The example workspace's tools and the scripted model, as the workspace file says them."""
-    lines = ["[tool.mini-agent]", 'tools = ["tools.py"]', *extra.values(), "[tool.mini-agent.llm]"]
+    lines = ["[tool.mini-agent]", extra.pop("tools", 'tools = ["tools.py"]'), *extra.values()]
+    lines.append("[tool.mini-agent.llm]")
     lines += [f'base_url = "{base_url}"', 'model = "replay"']
     (root / "pyproject.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")

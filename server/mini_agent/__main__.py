@@ -6,7 +6,7 @@ import sys
 if sys.argv[1:2] == ["acp"]:
     from .acp import main as acp_main
 
-    acp_main()
+    acp_main(sys.argv[2:])
 else:
     from .server import main
 

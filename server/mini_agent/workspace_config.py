@@ -145,6 +145,10 @@ def merged_options(
     merged: dict[str, Any] = {}
     for layer in layers:
         merged = _deep_merge(merged, layer)
+    llm = merged["llm"]
+    if llm.get("apiKey") == from_env["apiKey"] and llm.get("baseUrl") != from_env["baseUrl"]:
+        # the environment's key belongs to the environment's server, not to one a workspace file names
+        llm.pop("apiKey", None)
     return merged
 
 

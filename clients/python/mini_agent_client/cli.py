@@ -46,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the daemon on stdio (what editors start)")
     serve.add_argument("--ndjson", action="store_true",
                        help="one JSON message per line instead of LSP Content-Length framing")
-    commands.add_parser("acp", help="run the agent for ACP editors (Zed, JetBrains, ...): NDJSON on stdio")
+    acp = commands.add_parser("acp", help="run the agent for ACP editors (Zed, JetBrains, ...) on stdio")
+    acp.add_argument("--trust", action="store_true",
+                     help="import the workspace's registered and configured tools (see docs/acp.md)")
     demo = commands.add_parser("demo", help="the seed scenario against a replayed model")
     demo.add_argument("--tool-mode", choices=["react", "native"], default="react")
 
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "acp":
         from mini_agent.acp import main as serve_acp
 
-        serve_acp()
+        serve_acp(["--trust"] if args.trust else [])
         return EXIT_OK
     if args.command == "demo":
         from .demo import run_demo

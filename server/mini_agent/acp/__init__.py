@@ -8,15 +8,16 @@ editors end an agent.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
 
-from acp import RequestError
+from acp import Agent, RequestError
 from acp.agent.router import build_agent_router
 from acp.connection import Connection
 from acp.schema import DeleteSessionRequest
@@ -37,7 +38,9 @@ Handler = Callable[[str, Any, bool], Awaitable[Any]]
 
 def handler_for(agent: MiniAgent) -> Handler:
     """The SDK's router, plus session/delete, with every refusal as a JSON-RPC error in words."""
-    router = build_agent_router(agent, use_unstable_protocol=True)  # session/resume is "unstable" in the SDK
+    # the router routes the methods the agent has (the rest answer method-not-found); session/resume
+    # counts as "unstable" in this SDK release
+    router = build_agent_router(cast(Agent, agent), use_unstable_protocol=True)
     router.route_request("session/delete", DeleteSessionRequest, agent, "delete_session")
 
     async def handle(method: str, params: Any, is_notification: bool) -> Any:
@@ -60,10 +63,10 @@ def _request_error(exc: AgentError) -> RequestError:
     return RequestError(exc.code, str(exc), data)
 
 
-async def serve(reader: asyncio.StreamReader, writer: SafeWriter) -> None:
+async def serve(reader: asyncio.StreamReader, writer: SafeWriter, *, trusted: bool) -> None:
     """Serve until the input ends or SIGTERM / SIGINT; then take every tool host down with us."""
     transport = LineTransport(reader, writer)
-    agent = MiniAgent(transport)
+    agent = MiniAgent(transport, trusted=trusted)
     connection = Connection(handler_for(agent), transport, listening=False)
     agent.connection = connection
     stop = asyncio.Event()
@@ -82,15 +85,28 @@ async def serve(reader: asyncio.StreamReader, writer: SafeWriter) -> None:
         await asyncio.gather(listening, return_exceptions=True)
 
 
-async def _stdio(wire_out: Any) -> None:
+async def _stdio(wire_out: Any, trusted: bool) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    await serve(reader, SafeWriter(wire_out, newline=True))
+    await serve(reader, SafeWriter(wire_out, newline=True), trusted=trusted)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mini-agent acp", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="trust the workspaces this agent opens: import the tools registered there before and the "
+        "tools its configuration file names (default: neither; starting an agent does not vouch for "
+        "a cloned repository's code)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     """fd 1 is moved to stderr first: only ACP messages may reach the real stdout."""
+    args = build_parser().parse_args(argv)
     wire_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -99,4 +115,4 @@ def main() -> None:
         level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
         format="[mini-agent acp] %(levelname)s %(name)s: %(message)s",
     )
-    asyncio.run(_stdio(wire_out))
+    asyncio.run(_stdio(wire_out, args.trust))

@@ -142,8 +142,9 @@ class Chat:
 class MiniAgent:
     """The ACP `Agent`: the SDK's router calls these with snake_case keyword arguments."""
 
-    def __init__(self, transport: LineTransport, env: dict[str, str] | None = None) -> None:
+    def __init__(self, transport: LineTransport, *, trusted: bool, env: dict[str, str] | None = None) -> None:
         self._transport = transport
+        self._trusted = trusted
         self._env = dict(os.environ if env is None else env)
         self._workspaces: dict[Path, Workspace] = {}
         self._chats: dict[str, Chat] = {}
@@ -327,18 +328,28 @@ class MiniAgent:
         workspace = self._workspaces.get(root)
         if workspace is None:
             config = workspace_config.load(root)
-            options = parse(
-                "workspace options", workspace_config.merged_options(config, None, self._env), InitOptions
-            )
+            request = {"workspaceTrusted": self._trusted}
+            merged = workspace_config.merged_options(config, request, self._env)
+            options = parse("workspace options", merged, InitOptions)
             workspace = Workspace(root, options, config, self._transport, self._conn)
             self._workspaces[root] = workspace
             for problem in await workspace.restore_tools():
                 log.warning("could not restore a tool registration: %s", problem)
-            for path in config.tools:
-                await workspace.registry.register_file(path)
-            if config.tools:
-                workspace.tools_changed()
+            await self._load_file_tools(workspace)
         return workspace
+
+    async def _load_file_tools(self, workspace: Workspace) -> None:
+        """The workspace file's tools; importing them runs the workspace's code, so only when trusted."""
+        tools = workspace.config.tools
+        if tools and not self._trusted:
+            log.warning(
+                "%s names tools %s; not loaded: start `mini-agent acp --trust` to load them",
+                workspace.config.source,
+                list(tools),
+            )
+            return
+        for path in tools:
+            await workspace.registry.register_file(path)
 
 
 _ACP_STOP: dict[StopReason, Any] = {
