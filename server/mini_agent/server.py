@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         ApproveParams,
         ListSessionsParams,
         NameParams,
+        PromptParams,
         RegisterToolParams,
         ResumeParams,
         RunParams,
@@ -62,6 +63,7 @@ METHODS = (
     "agent/unregisterTool",
     "agent/listTools",
     "agent/startSession",
+    "agent/prompt",
     "agent/step",
     "agent/run",
     "agent/cancel",
@@ -349,6 +351,13 @@ async def start_session(daemon: Daemon, p: StartSessionParams) -> dict[str, Any]
         llm=p.llm.apply(base) if p.llm is not None else None,
         max_steps=p.max_steps,
     )
+    return {"sessionId": session.session_id, "status": session.status.value}
+
+
+@method("agent/prompt", "PromptParams")
+async def prompt(daemon: Daemon, p: PromptParams) -> dict[str, Any]:
+    """A follow-up user turn; agent/step or agent/run then go on from it."""
+    session = daemon.runtime.prompt(p.session_id, p.text)
     return {"sessionId": session.session_id, "status": session.status.value}
 
 

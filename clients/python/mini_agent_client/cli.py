@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--tools", action="append", default=[], metavar="FILE",
                      help="a workspace Python file whose functions are tools (repeat for more files)")
     ask.add_argument("--max-steps", type=_positive, help="the session's step budget")
+    ask.add_argument("--session", metavar="ID",
+                     help="a follow-up in this stored session (one that ended its turn), not a new one")
     _run_options(ask)
 
     tools = commands.add_parser("tools", help="print the JSON schemas reflected from tool files")
@@ -162,7 +164,11 @@ async def ask_command(args: argparse.Namespace) -> int:
         async with _client(args, root) as (client, runner):
             for path in files:
                 await client.register_tool(path)
-            session_id = await client.start_session(task, **fields)
+            if args.session:
+                await client.call("agent/prompt", {"sessionId": args.session, "text": task})
+                session_id = args.session
+            else:
+                session_id = await client.start_session(task, **fields)
             return await runner(session_id, ctrl_c)
     return _outcome({}, interrupted=True)  # the first Ctrl-C came before there was a session
 
