@@ -69,7 +69,7 @@ async def test_follow_up_prompt_continues_the_same_history_byte_exact(workspace:
     ]
     async with ReplayServer(script) as model:
         workspace_config(workspace, model.base_url)
-        async with acp_agent(workspace) as (conn, _, recorder):
+        async with acp_agent(workspace, trust=True) as (conn, _, recorder):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             first = await conn.prompt(session_id=session.session_id, prompt=text("first question"))
             second = await conn.prompt(session_id=session.session_id, prompt=text("and a follow-up"))
@@ -93,7 +93,7 @@ async def test_cancel_during_a_slow_model_reply_answers_cancelled_and_queues_the
     ]
     async with ReplayServer(script) as model:
         workspace_config(workspace, model.base_url)
-        async with acp_agent(workspace) as (conn, _, recorder):
+        async with acp_agent(workspace, trust=True) as (conn, _, recorder):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
             slow = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=text("take your time")))
@@ -147,7 +147,7 @@ async def test_cancel_during_a_slow_tool_kills_it_and_answers_cancelled(workspac
 async def test_model_server_down_is_an_error_naming_the_url(workspace: Path) -> None:
     url = "http://127.0.0.1:9/v1"  # the discard port: nothing listens
     workspace_config(workspace, url)
-    async with acp_agent(workspace) as (conn, process, _):
+    async with acp_agent(workspace, trust=True) as (conn, process, _):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         with pytest.raises(RequestError) as caught:
             await conn.prompt(session_id=session.session_id, prompt=text("hello?"))

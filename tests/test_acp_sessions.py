@@ -129,7 +129,8 @@ async def test_a_session_made_over_acp_is_listed_resumed_and_continued_over_lsp_
     ]
     async with ReplayServer(script) as model:
         workspace_config(workspace, model.base_url)
-        async with acp_agent(workspace) as (conn, _, _recorder):
+        # not trusted: the file's base_url waits for trust, the environment's is used
+        async with acp_agent(workspace, OPENAI_BASE_URL=model.base_url) as (conn, _, _recorder):
             made = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = made.session_id
             await conn.prompt(session_id=sid, prompt=text("a task from Zed"))
@@ -163,7 +164,7 @@ async def test_a_session_made_over_acp_is_listed_resumed_and_continued_over_lsp_
         users = [m["content"] for m in model.exchanges[-1].body["messages"] if m["role"] == "user"]
         assert users == ["a task from Zed", "more, please", "one more"]
 
-        async with acp_agent(workspace) as (conn, _, recorder):
+        async with acp_agent(workspace, OPENAI_BASE_URL=model.base_url) as (conn, _, recorder):
             await conn.resume_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
             assert recorder.of(sid) == []  # resume replays nothing
             # this SDK release's client side has no delete_session: its raw connection sends the request

@@ -88,15 +88,18 @@ class AgentRuntime:
         llm: LLMConfig | None = None,
         max_steps: int | None = None,
         session_id: str | None = None,
+        standing: Mapping[str, Decision] | None = None,
     ) -> AgentSession:
         """Snapshot the tools now: the prompt must not change under a running session. An API key in
         `llm` is the session's own: kept in memory for its server, never stored. `session_id`
-        lets a front door hand out the id before the task is known (ACP's session/new)."""
+        lets a front door hand out the id before the task is known (ACP's session/new); `standing`
+        are decisions it starts with (a workspace's approval policy)."""
         config = self.defaults.with_overrides(llm=llm, max_steps=max_steps, system_prompt=system_prompt)
         config = config.with_overrides(llm=replace(config.llm, api_key=None))
         tools = self._select_tools(tool_names)
         sid = session_id or new_session_id()
         session = AgentSession(session_id=sid, task=task, config=config, tools=tools)
+        session.standing_decisions.update(standing or {})
         session.messages.append(Message(Role.SYSTEM, config.system_prompt))
         session.messages.append(Message(Role.USER, task))
         self._book.add(session)

@@ -180,18 +180,23 @@ class AgentServer(LanguageServer):
         return self._daemon
 
     def _build_daemon(self) -> Daemon:
+        """initializationOptions over the workspace file over the environment (`workspace_config`)."""
+        from . import workspace_config
         from .daemon import Daemon
-        from .params import InitOptions, InvalidParams, parse
+        from .errors import AgentError
+        from .params import InitOptions, parse
 
+        root = _workspace_root(self)
         try:
-            options = parse("initializationOptions", self.init_options, InitOptions)
-        except InvalidParams as exc:
+            config = workspace_config.load(root)
+            merged = workspace_config.merged_options(config, self.init_options, os.environ)
+            options = parse("initializationOptions", merged, InitOptions)
+        except AgentError as exc:
             self._init_error = str(exc)
             raise JsonRpcInvalidParams(self._init_error) from None
         assert isinstance(self.protocol, AgentProtocol)
-        return Daemon(
-            _workspace_root(self), options, notify=self.protocol.notify_json, request=self._client_request
-        )
+        notify, request = self.protocol.notify_json, self._client_request
+        return Daemon(root, options, notify=notify, request=request, config=config)
 
     async def _client_request(self, method: str, params: dict[str, Any]) -> Any:
         result = await self.protocol.send_request_async(method, params)
@@ -350,6 +355,7 @@ async def start_session(daemon: Daemon, p: StartSessionParams) -> dict[str, Any]
         tool_names=p.tools,
         llm=p.llm.apply(base) if p.llm is not None else None,
         max_steps=p.max_steps,
+        standing=daemon.standing_policy(),
     )
     return {"sessionId": session.session_id, "status": session.status.value}
 

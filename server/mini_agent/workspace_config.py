@@ -6,7 +6,10 @@ says what the workspace wants). Keys are snake_case. Never an API key: that come
 environment (`OPENAI_API_KEY`) or the client, because workspace files get committed and shared.
 
 Precedence, most specific first: the request (or `initializationOptions`), this file, the
-environment (`OPENAI_BASE_URL`, `MINI_AGENT_MODEL`), the defaults. `merged_options` builds the
+environment (`OPENAI_BASE_URL`, `MINI_AGENT_MODEL`), the defaults. A workspace that is not trusted
+(a cloned repository, say) gets the file's harmless keys only: its `tools`, its `approval.allow` and
+its `llm.base_url` wait for trust, since they run its code, approve for the user, or send the
+conversation elsewhere. `merged_options` builds the
 `initializationOptions` object those layers make, so both doors parse one value the one way they
 always have (`params.InitOptions`).
 """
@@ -129,6 +132,8 @@ def merged_options(
     config: WorkspaceConfig, request: Mapping[str, Any] | None, env: Mapping[str, str]
 ) -> dict[str, Any]:
     """The `initializationOptions` the three layers make, most specific last in the merge."""
+    trusted = bool((request or {}).get("workspaceTrusted"))
+    from_file = {key: value for key, value in config.llm.items() if trusted or key != "base_url"}
     from_env = {
         "baseUrl": env.get("OPENAI_BASE_URL"),
         "model": env.get("MINI_AGENT_MODEL"),
@@ -137,7 +142,7 @@ def merged_options(
     layers: list[Mapping[str, Any]] = [
         {"llm": {key: value for key, value in from_env.items() if value}},
         {
-            "llm": {to_camel(key): value for key, value in config.llm.items()},
+            "llm": {to_camel(key): value for key, value in from_file.items()},
             **({"maxSteps": config.max_steps} if config.max_steps is not None else {}),
         },
         request or {},
@@ -150,6 +155,12 @@ def merged_options(
         # the environment's key belongs to the environment's server, not to one a workspace file names
         llm.pop("apiKey", None)
     return merged
+
+
+def needs_trust(config: WorkspaceConfig) -> bool:
+    """Whether the file says something only a trusted workspace gets: tools (importing them runs the
+    workspace's code), an allow-list, or a model server to send the conversation to."""
+    return bool(config.tools or config.allow or "base_url" in config.llm)
 
 
 def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

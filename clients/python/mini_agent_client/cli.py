@@ -415,15 +415,10 @@ def _tool_path(name: str, root: Path) -> str:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """initializationOptions from the flags, then the environment (OPENAI_BASE_URL, OPENAI_API_KEY,
-    MINI_AGENT_MODEL); whatever neither gives is left to the daemon's defaults."""
-    env = os.environ
-    llm = {
-        "baseUrl": args.base_url or env.get("OPENAI_BASE_URL"),
-        "apiKey": env.get("OPENAI_API_KEY"),
-        "model": args.model or env.get("MINI_AGENT_MODEL"),
-        "toolMode": args.tool_mode,
-    }
+    """initializationOptions from the flags only: the daemon itself reads the workspace file, then the
+    environment (OPENAI_BASE_URL, OPENAI_API_KEY, MINI_AGENT_MODEL), so a flag beats the file and the
+    file beats the environment, as on every door."""
+    llm = {"baseUrl": args.base_url, "model": args.model, "toolMode": args.tool_mode}
     return {"llm": {key: value for key, value in llm.items() if value}}
 
 

@@ -75,8 +75,7 @@ class Workspace(Daemon):
         transport: LineTransport,
         connection: Callable[[], Connection],
     ) -> None:
-        super().__init__(root, options, notify=_lsp_only, request=_lsp_only_request)
-        self.config = config
+        super().__init__(root, options, notify=_lsp_only, request=_lsp_only_request, config=config)
         self._transport = transport
         self._connection = connection
 
@@ -110,13 +109,6 @@ class Workspace(Daemon):
         except ValueError:
             log.warning("session/request_permission: unknown option %r", answer.option_id)
             return None
-
-    def seed_decisions(self, session: AgentSession) -> None:
-        """The workspace file's approval policy, as standing decisions of a new session."""
-        for name in self.config.allow:
-            session.standing_decisions[name] = Decision.ALLOW_ALWAYS
-        for name in self.config.reject:
-            session.standing_decisions[name] = Decision.REJECT_ALWAYS
 
 
 def _lsp_only(method: str, params: dict[str, Any]) -> None:
@@ -262,8 +254,8 @@ class MiniAgent:
             if chat.started:
                 runtime.prompt(session_id, text)
             else:
-                session = runtime.start_session(text, session_id=session_id)
-                chat.workspace.seed_decisions(session)
+                policy = chat.workspace.standing_policy()
+                session = runtime.start_session(text, session_id=session_id, standing=policy)
                 chat.started = True
                 info = SessionInfoUpdate(
                     session_update="session_info_update",
@@ -335,21 +327,12 @@ class MiniAgent:
             self._workspaces[root] = workspace
             for problem in await workspace.restore_tools():
                 log.warning("could not restore a tool registration: %s", problem)
-            await self._load_file_tools(workspace)
+            if not self._trusted and workspace_config.needs_trust(config):
+                log.warning(
+                    "%s: its tools, approval allow-list and llm.base_url wait for `mini-agent acp --trust`",
+                    config.source,
+                )
         return workspace
-
-    async def _load_file_tools(self, workspace: Workspace) -> None:
-        """The workspace file's tools; importing them runs the workspace's code, so only when trusted."""
-        tools = workspace.config.tools
-        if tools and not self._trusted:
-            log.warning(
-                "%s names tools %s; not loaded: start `mini-agent acp --trust` to load them",
-                workspace.config.source,
-                list(tools),
-            )
-            return
-        for path in tools:
-            await workspace.registry.register_file(path)
 
 
 _ACP_STOP: dict[StopReason, Any] = {
