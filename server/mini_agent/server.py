@@ -181,16 +181,13 @@ class AgentServer(LanguageServer):
 
     def _build_daemon(self) -> Daemon:
         """initializationOptions over the workspace file over the environment (`workspace_config`)."""
-        from . import workspace_config
         from .daemon import Daemon
         from .errors import AgentError
-        from .params import InitOptions, parse
+        from .workspace_config import resolve
 
         root = _workspace_root(self)
         try:
-            config = workspace_config.load(root)
-            merged = workspace_config.merged_options(config, self.init_options, os.environ)
-            options = parse("initializationOptions", merged, InitOptions)
+            options, config = resolve(root, self.init_options, os.environ)
         except AgentError as exc:
             self._init_error = str(exc)
             raise JsonRpcInvalidParams(self._init_error) from None
@@ -289,31 +286,18 @@ def method(name: str, model: str) -> Callable[[Handler], Handler]:
         @server.feature(name)
         async def handle(ls: AgentServer, raw: Any) -> Any:
             from . import params
+            from .errors import AgentError, error_data
 
             if ls.restoring is not None:
                 await asyncio.shield(ls.restoring)
             try:
                 return await handler(ls.daemon, params.parse(name, raw, getattr(params, model)))
-            except JsonRpcException:
-                raise
-            except Exception as exc:
-                raise _map_error(exc) from exc
+            except AgentError as exc:  # the one domain error type: its code, message, reason, details
+                raise JsonRpcException(code=exc.code, message=str(exc), data=error_data(exc)) from exc
 
         return handler
 
     return register
-
-
-def _map_error(exc: Exception) -> JsonRpcException:
-    """The one domain error type, as JSON-RPC: its code, its message, `data.reason` and its details."""
-    from pydantic.alias_generators import to_camel
-
-    from .errors import AgentError
-
-    if not isinstance(exc, AgentError):
-        raise exc
-    data = {"reason": exc.reason, **{to_camel(key): value for key, value in exc.details.items()}}
-    return JsonRpcException(code=exc.code, message=str(exc), data=data)
 
 
 def _stopping() -> bool:

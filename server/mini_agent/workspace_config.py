@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .errors import AgentError
+from .params import InitOptions, parse
 
 CONFIG_FILE = Path(".mini-agent") / "config.toml"
 PYPROJECT = "pyproject.toml"
@@ -126,6 +127,14 @@ def _parse(table: dict[str, Any], source: str, prefix: str) -> WorkspaceConfig:
         allow=tuple(keys.approval.allow),
         reject=tuple(keys.approval.reject),
     )
+
+
+def resolve(
+    root: Path, request: Mapping[str, Any] | None, env: Mapping[str, str]
+) -> tuple[InitOptions, WorkspaceConfig]:
+    """A workspace's options from all three layers, and its file; either failing is an AgentError."""
+    config = load(root)
+    return parse("initializationOptions", merged_options(config, request, env), InitOptions), config
 
 
 def merged_options(

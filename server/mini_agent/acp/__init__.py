@@ -22,9 +22,8 @@ from acp.agent.router import build_agent_router
 from acp.connection import Connection
 from acp.schema import DeleteSessionRequest
 from pydantic import ValidationError
-from pydantic.alias_generators import to_camel
 
-from ..errors import AgentError
+from ..errors import AgentError, error_data
 from ..framing import SafeWriter
 from ..params import invalid
 from .agent import MiniAgent
@@ -59,8 +58,7 @@ def handler_for(agent: MiniAgent) -> Handler:
 
 
 def _request_error(exc: AgentError) -> RequestError:
-    data = {"reason": exc.reason, **{to_camel(key): value for key, value in exc.details.items()}}
-    return RequestError(exc.code, str(exc), data)
+    return RequestError(exc.code, str(exc), error_data(exc))
 
 
 async def serve(reader: asyncio.StreamReader, writer: SafeWriter, *, trusted: bool) -> None:

@@ -44,7 +44,7 @@ from ..contracts import StopReason, ToolCall, ToolSpec
 from ..daemon import PERMISSION_OPTIONS, Daemon
 from ..errors import AgentError, UnknownSession
 from ..events import AgentEvent
-from ..params import InitOptions, parse
+from ..params import InitOptions
 from ..session import AgentSession, Decision, new_session_id
 from . import updates
 from .transport import LineTransport
@@ -319,10 +319,7 @@ class MiniAgent:
         root = root.resolve()
         workspace = self._workspaces.get(root)
         if workspace is None:
-            config = workspace_config.load(root)
-            request = {"workspaceTrusted": self._trusted}
-            merged = workspace_config.merged_options(config, request, self._env)
-            options = parse("workspace options", merged, InitOptions)
+            options, config = workspace_config.resolve(root, {"workspaceTrusted": self._trusted}, self._env)
             workspace = Workspace(root, options, config, self._transport, self._conn)
             self._workspaces[root] = workspace
             for problem in await workspace.restore_tools():
