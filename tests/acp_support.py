@@ -10,13 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp import spawn_agent_process, text_block
+from acp import RequestError, spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
     DeniedOutcome,
     FileSystemCapabilities,
+    ReadTextFileResponse,
     RequestPermissionResponse,
+    WriteTextFileResponse,
 )
 
 from .conftest import daemon_env
@@ -36,6 +38,7 @@ class Recorder:
     updates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
     answer: Callable[[dict[str, Any]], str | None] | None = None  # an optionId, or None for `cancelled`
+    buffers: dict[str, str] = field(default_factory=dict)  # the editor's open files, by absolute path
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append((session_id, dump(update)))
@@ -50,6 +53,17 @@ class Recorder:
         if choice is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=choice))
+
+    async def read_text_file(self, session_id: str, path: str, **_: Any) -> ReadTextFileResponse:
+        if path not in self.buffers:
+            raise RequestError.resource_not_found(path)
+        return ReadTextFileResponse(content=self.buffers[path])
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **_: Any
+    ) -> WriteTextFileResponse:
+        self.buffers[path] = content
+        return WriteTextFileResponse()
 
     def of(self, session_id: str) -> list[dict[str, Any]]:
         return [u for sid, u in self.updates if sid == session_id]

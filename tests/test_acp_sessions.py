@@ -172,3 +172,42 @@ async def test_a_session_made_over_acp_is_listed_resumed_and_continued_over_lsp_
             assert (await conn.list_sessions(cwd=str(workspace))).sessions == []
             with pytest.raises(RequestError, match="unknown session"):
                 await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+
+
+@pytest.mark.asyncio
+async def test_the_editor_reads_unsaved_buffers_and_reviews_writes_as_a_diff(workspace: Path) -> None:
+    def act(name: str, args: dict[str, str]) -> dict[str, str]:
+        return {"content": f"Thought: {name}.\nAction: {name}\nAction Input: {json.dumps(args)}"}
+
+    script = [
+        act("read_text_file", {"path": "schema.py"}),
+        act("write_text_file", {"path": "schema.py", "content": "fixed\n"}),
+        {"content": "Thought: done.\nFinal Answer: {last_observation}"},
+        {"content": "Thought: nothing to do.\nFinal Answer: ok"},
+    ]
+    schema = str(workspace / "schema.py")
+    on_disk = (workspace / "schema.py").read_text(encoding="utf-8")
+    async with ReplayServer(script) as model:
+        workspace_config(workspace, model.base_url, tools="")
+        async with acp_agent(workspace, fs=True, trust=True) as (conn, _, recorder):
+            recorder.buffers[schema] = "unsaved text\n"
+            recorder.answer = lambda request: "allow_once"
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            answer = await conn.prompt(session_id=session.session_id, prompt=text("fix schema.py"))
+        async with acp_agent(workspace, trust=True) as (conn, _, _):  # no fs capability: no editor tools
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id, prompt=text("anything"))
+    assert answer.stop_reason == "end_turn"
+    updates = [u for _, u in recorder.updates]
+    read, write = (c for c in calls(updates).values())
+    assert (read[0]["kind"], read[-1]["rawOutput"]["output"]) == ("read", "unsaved text\n")
+    (request,) = recorder.permission_requests
+    assert request["toolCall"]["kind"] == "edit" and request["toolCall"]["locations"] == [{"path": schema}]
+    assert request["toolCall"]["content"] == [
+        {"type": "diff", "path": schema, "oldText": "unsaved text\n", "newText": "fixed\n"}
+    ]
+    assert write[-1]["status"] == "completed" and recorder.buffers[schema] == "fixed\n"
+    assert (workspace / "schema.py").read_text(encoding="utf-8") == on_disk  # the editor saves, or not
+    assert "read_text_file" in json.dumps(model.requests[0]) and "read_text_file" not in json.dumps(
+        model.requests[-1]
+    )

@@ -20,7 +20,9 @@ from acp import RequestError, helpers
 from acp.connection import Connection
 from acp.schema import (
     AgentCapabilities,
+    ClientCapabilities,
     DeleteSessionResponse,
+    FileSystemCapabilities,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -46,7 +48,7 @@ from ..errors import AgentError, UnknownSession
 from ..events import AgentEvent
 from ..params import InitOptions
 from ..session import AgentSession, Decision, new_session_id
-from . import updates
+from . import editor_fs, updates
 from .transport import LineTransport
 
 log = logging.getLogger(__name__)
@@ -75,7 +77,7 @@ class Workspace(Daemon):
         transport: LineTransport,
         connection: Callable[[], Connection],
     ) -> None:
-        super().__init__(root, options, notify=_lsp_only, request=_lsp_only_request, config=config)
+        super().__init__(root, options, notify=_lsp_only, request=self._editor_tool, config=config)
         self._transport = transport
         self._connection = connection
 
@@ -94,6 +96,7 @@ class Workspace(Daemon):
     ) -> tuple[Decision, str | None] | None:
         """Ask the client; a `cancelled` outcome cancels the turn, a failure leaves the call waiting."""
         tool_call = updates.permission_call(call, kind_of(call.name))
+        tool_call |= await editor_fs.review(self._connection(), self.root, session.session_id, call)
         params = {"sessionId": session.session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
         try:
             raw = await self._connection().send_request("session/request_permission", params)
@@ -110,13 +113,16 @@ class Workspace(Daemon):
             log.warning("session/request_permission: unknown option %r", answer.option_id)
             return None
 
+    async def _editor_tool(self, method: str, params: dict[str, Any]) -> Any:
+        """The registry's client tools: here the editor's file tools, run over `fs/*`."""
+        if method != "agent/executeTool" or params.get("name") not in (editor_fs.READ, editor_fs.WRITE):
+            raise RuntimeError(f"{method}: tools run by an LSP client cannot run in an ACP session")
+        conn = self._connection()
+        return await editor_fs.run(conn, self.root, params["sessionId"], params["name"], params["arguments"])
+
 
 def _lsp_only(method: str, params: dict[str, Any]) -> None:
     """The LSP door's notifications (agent/update, agent/toolsChanged) have no ACP reader."""
-
-
-async def _lsp_only_request(method: str, params: dict[str, Any]) -> Any:
-    raise RuntimeError(f"{method}: tools run by an LSP client cannot run in an ACP session")
 
 
 @dataclass(slots=True)
@@ -141,6 +147,7 @@ class MiniAgent:
         self._workspaces: dict[Path, Workspace] = {}
         self._chats: dict[str, Chat] = {}
         self.connection: Connection | None = None
+        self._fs: FileSystemCapabilities | None = None  # what the client said it can do, at initialize
 
     def _conn(self) -> Connection:
         assert self.connection is not None
@@ -148,7 +155,10 @@ class MiniAgent:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+    async def initialize(
+        self, protocol_version: int, client_capabilities: ClientCapabilities | None = None, **_: Any
+    ) -> InitializeResponse:
+        self._fs = client_capabilities.fs if client_capabilities is not None else None
         capabilities = AgentCapabilities(
             load_session=True,
             prompt_capabilities=PromptCapabilities(embedded_context=True),
@@ -322,6 +332,7 @@ class MiniAgent:
             options, config = workspace_config.resolve(root, {"workspaceTrusted": self._trusted}, self._env)
             workspace = Workspace(root, options, config, self._transport, self._conn)
             self._workspaces[root] = workspace
+            editor_fs.register(workspace.registry, self._fs)
             for problem in await workspace.restore_tools():
                 log.warning("could not restore a tool registration: %s", problem)
             if not self._trusted and workspace_config.needs_trust(config):

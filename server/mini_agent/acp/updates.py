@@ -45,6 +45,7 @@ PromptBlock = (
     | EmbeddedResourceContentBlock
 )
 KindOf = Callable[[str], ToolKind]
+TITLE_VALUE_CHARS = 60
 
 
 def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
