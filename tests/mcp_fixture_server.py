@@ -1,6 +1,7 @@
 """A small MCP server for the tests (run as a script): it records its pid, can die mid-call, can
-grow its tool list at runtime, which no published server does on demand, and with `--stubborn`
-outlives the end of its stdin and ignores SIGTERM, as a badly written server may."""
+grow its tool list at runtime, which no published server does on demand, logs the start and the
+cancellation of a slow call, and with `--stubborn` outlives the end of its stdin and ignores SIGTERM,
+as a badly written server may."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 PIDS = Path(sys.argv[1])  # one line per start, so a test can count restarts and look for orphans
+EVENTS = PIDS.with_suffix(".events")  # "started" and "cancelled" lines of `slow` calls
 TOOLS = {
     "ping": types.Tool(
         name="ping",
@@ -27,7 +29,13 @@ TOOLS = {
     ),
     "die": types.Tool(name="die", description="Exit mid-call.", input_schema={"type": "object"}),
     "grow": types.Tool(name="grow", description="Add a tool.", input_schema={"type": "object"}),
+    "slow": types.Tool(name="slow", description="Take a minute.", input_schema={"type": "object"}),
 }
+
+
+def event(line: str) -> None:
+    with EVENTS.open("a") as handle:
+        handle.write(line + "\n")
 
 
 async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
@@ -45,6 +53,13 @@ async def call_tool(
         TOOLS["extra"] = types.Tool(name="extra", description="Added later.", input_schema={"type": "object"})
         await ctx.session.send_tool_list_changed()
         return types.CallToolResult(content=[types.TextContent(text="grown")])
+    if params.name == "slow":
+        event("started")
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            event("cancelled")
+            raise
     return types.CallToolResult(content=[types.TextContent(text=f"pong from {os.getpid()}")])
 
 

@@ -129,8 +129,9 @@ async def test_filesystem_server_from_initialization_options(
     assert not observation["isError"], observation["output"]
     assert "def count_file_lines(" in observation["output"]
     assert final["finalAnswer"] == "read" and client.permission_requests == []  # a readOnlyHint tool
-    # the session is over and no other uses the server: it is stopped
+    # the session is over and no other uses the server: it is stopped and its tools are withdrawn
     assert await gone(lambda: processes_mentioning(str(workspace)) == [])
+    assert await gone(lambda: not any("mcpServer" in t for t in client.tools_changed[-1]["tools"]))
 
 
 @pytest.mark.asyncio
@@ -249,3 +250,23 @@ async def test_tools_that_are_not_read_only_ask_first(
     assert [r["toolCall"]["name"] for r in client.permission_requests] == ["fix_grow"]
     assert client.permission_requests[0]["tool"]["mcpServer"] == "fix"
     assert final["finalAnswer"] == "grown"
+
+
+@pytest.mark.asyncio
+async def test_a_timeout_or_a_cancelled_step_cancels_the_mcp_request(
+    daemon_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    events = pids.with_suffix(".events")
+    script = [action("fix_slow", {}), action("fix_slow", {}), {"content": "Final Answer: no"}]
+    async with ReplayServer(script) as model:
+        options = {**NO_STORE, "llm": {"baseUrl": model.base_url}, "tools": {"timeoutSec": 2}}
+        client = await daemon_factory(options)
+        session_id, timed_out = await first_step(client, "be slow", [fixture_server(pids)])
+        assert timed_out["observations"][0]["output"] == "fix_slow timed out after 2 s"
+        assert await gone(lambda: events.read_text().split() == ["started", "cancelled"])
+        running = asyncio.ensure_future(client.request("agent/run", {"sessionId": session_id}))
+        assert await gone(lambda: events.read_text().split() == ["started", "cancelled", "started"])
+        await client.request("agent/cancel", {"sessionId": session_id})
+        assert (await running)["stopReason"] == "cancelled"
+    assert await gone(lambda: events.read_text().split() == ["started", "cancelled"] * 2)

@@ -241,12 +241,10 @@ class McpSource:
                 server.users.add(new)
 
     async def release(self, session_id: str) -> None:
-        """`session_id` no longer needs its servers; those nobody uses any more are stopped."""
-        for server in self._servers.values():
-            server.users.discard(session_id)
-            if not server.users and server.connection is not None:
-                connection, server.connection = server.connection, None
-                await connection.stop()
+        """`session_id` no longer needs its servers; those nobody uses any more are stopped and their
+        tools leave the list (a session naming such a server again starts it afresh)."""
+        if await self._stop_unused(lambda server: server.users.discard(session_id)):
+            self._tools_changed()
 
     def list(self) -> list[ToolSpec]:
         return [tool.spec for server in self._servers.values() for tool in server.tools.values()]
@@ -284,9 +282,18 @@ class McpSource:
     async def aclose(self) -> None:
         for task in self._background:
             task.cancel()
-        for server in self._servers.values():
-            server.users.clear()
-        await self.release("")
+        await self._stop_unused(lambda server: server.users.clear())
+
+    async def _stop_unused(self, forget: Callable[[_Server], object]) -> bool:
+        """Apply `forget` to every server, then stop and remove those nobody uses; True if that
+        took tools off the list."""
+        unused = []
+        for key, server in builtins.list(self._servers.items()):
+            forget(server)
+            if not server.users:
+                unused.append(self._servers.pop(key))
+        await asyncio.gather(*(s.connection.stop() for s in unused if s.connection is not None))
+        return any(s.tools for s in unused)
 
     async def _connect(self, key: str, server: _Server) -> ClientSession:
         """The live session of `server`, starting it (and listing its tools) when it is not running."""
