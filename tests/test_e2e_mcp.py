@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -190,9 +191,10 @@ async def test_a_server_that_dies_mid_call_is_restarted_by_the_next_call(
         pinged = await client.request("agent/step", {"sessionId": session_id})
     first, second = (int(pid) for pid in pids.read_text().split())
     assert died["observations"][0]["isError"]
-    assert "MCP server 'fix' closed the connection during the call" in died["observations"][0]["output"]
+    assert "MCP server 'fix' stopped unexpectedly" in died["observations"][0]["output"]
     assert "fixture: giving up on purpose" in died["observations"][0]["output"]
-    assert any("fixture: giving up on purpose" in m for m in statuses(client, session_id))
+    reports = statuses(client, session_id)
+    assert len(reports) == 1 and reports[0].endswith("Last stderr lines:\nfixture: giving up on purpose")
     assert pinged["observations"][0]["output"] == f"pong from {second}" and second != first
 
 
@@ -270,3 +272,21 @@ async def test_a_timeout_or_a_cancelled_step_cancels_the_mcp_request(
         await client.request("agent/cancel", {"sessionId": session_id})
         assert (await running)["stopReason"] == "cancelled"
     assert await gone(lambda: events.read_text().split() == ["started", "cancelled"] * 2)
+
+
+@pytest.mark.asyncio
+async def test_a_server_killed_while_idle_is_reported_and_the_next_call_starts_it(
+    daemon_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    script = [action("fix_ping", {}), action("fix_ping", {}), {"content": "Final Answer: fine"}]
+    async with ReplayServer(script) as model:
+        client = await daemon_factory({**NO_STORE, "llm": {"baseUrl": model.base_url}})
+        session_id, first = await first_step(client, "ping twice", [fixture_server(pids)])
+        os.kill(int(pids.read_text()), signal.SIGKILL)
+        assert await gone(lambda: statuses(client, session_id) != [])
+        second = await client.request("agent/step", {"sessionId": session_id})
+    before, after = (int(pid) for pid in pids.read_text().split())
+    assert statuses(client, session_id) == ["MCP server 'fix' stopped unexpectedly"]
+    assert first["observations"][0]["output"] == f"pong from {before}"
+    assert second["observations"][0]["output"] == f"pong from {after}"

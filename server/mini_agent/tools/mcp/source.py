@@ -60,10 +60,15 @@ class _Tool:
 class _Connection:
     """One running server: the SDK session, the task that holds it open, and its stderr tail."""
 
-    def __init__(self, config: McpServer, root: Path, on_message: MessageHandlerFnT) -> None:
+    def __init__(
+        self, config: McpServer, root: Path, on_message: MessageHandlerFnT, on_exit: Callable[[], object]
+    ) -> None:
         self.config = config
         self._root = root
         self._on_message = on_message
+        self._on_exit = on_exit  # called when a started server's stderr ends: it has exited
+        self.exited = False
+        self.lost: asyncio.Task[str] | None = None  # reporting its loss, once
         self.stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         self._stderr_done: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -88,7 +93,7 @@ class _Connection:
 
     @property
     def alive(self) -> bool:
-        return self.task is not None and not self.task.done() and not self._stop.is_set()
+        return self.task is not None and not self.task.done() and not self._stop.is_set() and not self.exited
 
     async def stop(self) -> None:
         self._stop.set()
@@ -173,6 +178,9 @@ class _Connection:
                 log.info("[%s] %s", self.config.name, text)
         finally:
             transport.close()
+        self.exited = True
+        if self.session is not None and not self._stop.is_set():
+            self._on_exit()
 
 
 class _Server:
@@ -271,8 +279,9 @@ class McpSource:
         except TimeoutError:
             return CallResult(f"{call.name} timed out after {timeout:g} s", True)
         except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                return CallResult(await self._lost(server, session_id), True)
+            connection = server.connection
+            if exc.code == types.CONNECTION_CLOSED and connection is not None:
+                return CallResult(await self._lose(server, connection, session_id), True)
             return CallResult(
                 f"{call.name} failed on MCP server '{server.config.name}': {exc.error.message}", True
             )
@@ -298,38 +307,46 @@ class McpSource:
     async def _connect(self, key: str, server: _Server) -> ClientSession:
         """The live session of `server`, starting it (and listing its tools) when it is not running."""
         async with server.lock:
-            connection = server.connection
-            if connection is not None and connection.alive and connection.session is not None:
-                return connection.session
-            if connection is not None:
-                await connection.stop()
+            old = server.connection
+            if old is not None and old.alive and old.session is not None:
+                return old.session
+            if old is not None:
+                await old.stop()
             server.connection = None
 
             async def on_message(message: IncomingMessage) -> None:
                 await self._on_message(key, message)
 
-            connection = _Connection(server.config, self._root, on_message)
-            session = await connection.start()
+            def on_exit() -> None:
+                self._lose(server, fresh, None)
+
+            fresh = _Connection(server.config, self._root, on_message, on_exit)
+            session = await fresh.start()
             try:
                 listed = await _list_tools(session)
             except Exception as exc:
-                await connection.stop()
+                await fresh.stop()
                 raise StartFailed(
                     f"MCP server '{server.config.name}' could not list its tools: {exc}"
                 ) from exc
-            server.connection = connection
+            server.connection = fresh
             if self._absorb(key, server, listed):
                 self._tools_changed()
             return session
 
-    async def _lost(self, server: _Server, session_id: str) -> str:
-        connection, server.connection = server.connection, None
-        tail = ""
-        if connection is not None:
-            await connection.stop()
-            tail = connection.tail()
-        message = f"MCP server '{server.config.name}' closed the connection during the call{tail}"
-        for user in server.users or {session_id}:
+    def _lose(self, server: _Server, connection: _Connection, session_id: str | None) -> asyncio.Task[str]:
+        """Drop a connection whose server went away and report it once, however it was noticed
+        (its stderr ending, or a call failing with the connection closed)."""
+        if connection.lost is None:
+            connection.lost = asyncio.create_task(self._report_loss(server, connection, session_id))
+        return connection.lost
+
+    async def _report_loss(self, server: _Server, connection: _Connection, session_id: str | None) -> str:
+        if server.connection is connection:
+            server.connection = None
+        await connection.stop()
+        message = f"MCP server '{server.config.name}' stopped unexpectedly{connection.tail()}"
+        for user in server.users or ({session_id} if session_id else set()):
             self._report(user, message)
         return message
 
