@@ -91,6 +91,10 @@ class _Connection:
             ) from exc
         return self.session
 
+    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        assert self.session is not None  # started
+        return await self.session.call_tool(tool, arguments)
+
     @property
     def alive(self) -> bool:
         return self.task is not None and not self.task.done() and not self._stop.is_set() and not self.exited
@@ -269,18 +273,17 @@ class McpSource:
             return CallResult(problem, True)
         server = self._servers[tool.server]
         try:
-            session = await self._connect(tool.server, server)
+            connection = await self._connect(tool.server, server)
         except StartFailed as exc:
             self._report(session_id, str(exc))
             return CallResult(str(exc), True)
         try:
             async with asyncio.timeout(timeout):  # cancelling the request sends notifications/cancelled
-                result = await session.call_tool(tool.remote, call.arguments)
+                result = await connection.call(tool.remote, call.arguments)
         except TimeoutError:
             return CallResult(f"{call.name} timed out after {timeout:g} s", True)
         except MCPError as exc:
-            connection = server.connection
-            if exc.code == types.CONNECTION_CLOSED and connection is not None:
+            if exc.code == types.CONNECTION_CLOSED:
                 return CallResult(await self._lose(server, connection, session_id), True)
             return CallResult(
                 f"{call.name} failed on MCP server '{server.config.name}': {exc.error.message}", True
@@ -304,12 +307,12 @@ class McpSource:
         await asyncio.gather(*(s.connection.stop() for s in unused if s.connection is not None))
         return any(s.tools for s in unused)
 
-    async def _connect(self, key: str, server: _Server) -> ClientSession:
+    async def _connect(self, key: str, server: _Server) -> _Connection:
         """The live session of `server`, starting it (and listing its tools) when it is not running."""
         async with server.lock:
             old = server.connection
-            if old is not None and old.alive and old.session is not None:
-                return old.session
+            if old is not None and old.alive:
+                return old
             if old is not None:
                 await old.stop()
             server.connection = None
@@ -332,7 +335,7 @@ class McpSource:
             server.connection = fresh
             if self._absorb(key, server, listed):
                 self._tools_changed()
-            return session
+            return fresh
 
     def _lose(self, server: _Server, connection: _Connection, session_id: str | None) -> asyncio.Task[str]:
         """Drop a connection whose server went away and report it once, however it was noticed
