@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -290,3 +291,46 @@ async def test_a_server_killed_while_idle_is_reported_and_the_next_call_starts_i
     assert statuses(client, session_id) == ["MCP server 'fix' stopped unexpectedly"]
     assert first["observations"][0]["output"] == f"pong from {before}"
     assert second["observations"][0]["output"] == f"pong from {after}"
+
+
+@pytest.mark.asyncio
+async def test_a_streamable_http_server(daemon_factory: Callable[..., Any]) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    web = await asyncio.create_subprocess_exec(
+        str(NPM_BIN / "mcp-server-everything"),
+        "streamableHttp",
+        env={**os.environ, "PORT": str(port)},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert web.stderr is not None
+        while b"listening on port" not in await web.stderr.readline():
+            pass
+        server = {
+            "type": "http",
+            "name": "web",
+            "url": f"http://127.0.0.1:{port}/mcp",
+            "headers": [{"name": "X-Trace", "value": "e2e"}],
+            "requiresApproval": False,
+        }
+        script = [
+            action("web_echo", {"message": "over http"}),
+            {"content": "Final Answer: {last_observation}"},
+        ]
+        async with ReplayServer(script) as model:
+            client = await daemon_factory({**NO_STORE, "llm": {"baseUrl": model.base_url}})
+            session_id, step = await first_step(client, "echo", [server])
+            listed = {t["name"]: t for t in (await client.request("agent/listTools", None))["tools"]}
+    finally:
+        web.kill()
+        await web.wait()
+    assert step["observations"][0] == {
+        **step["observations"][0],
+        "isError": False,
+        "output": "Echo: over http",
+    }
+    assert listed["web_echo"]["mcpServer"] == "web" and statuses(client, session_id) == []
