@@ -89,5 +89,6 @@ def main(
     timeout = defaults.timeout_sec if timeout_sec is None else timeout_sec
     cap = defaults.max_output_bytes if max_output_bytes is None else max_output_bytes
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every request at INFO
     result: int = anyio.run(lambda: serve(root, files, timeout_sec=timeout, max_output_bytes=cap))
     return result
