@@ -30,6 +30,7 @@ TOOLS = {
     "die": types.Tool(name="die", description="Exit mid-call.", input_schema={"type": "object"}),
     "grow": types.Tool(name="grow", description="Add a tool.", input_schema={"type": "object"}),
     "slow": types.Tool(name="slow", description="Take a minute.", input_schema={"type": "object"}),
+    "big": types.Tool(name="big", description="Answer 5000 bytes.", input_schema={"type": "object"}),
 }
 
 
@@ -53,6 +54,8 @@ async def call_tool(
         TOOLS["extra"] = types.Tool(name="extra", description="Added later.", input_schema={"type": "object"})
         await ctx.session.send_tool_list_changed()
         return types.CallToolResult(content=[types.TextContent(text="grown")])
+    if params.name == "big":
+        return types.CallToolResult(content=[types.TextContent(text="x" * 5000)])
     if params.name == "slow":
         event("started")
         try:

@@ -334,3 +334,44 @@ async def test_a_streamable_http_server(daemon_factory: Callable[..., Any]) -> N
         "output": "Echo: over http",
     }
     assert listed["web_echo"]["mcpServer"] == "web" and statuses(client, session_id) == []
+
+
+@pytest.mark.asyncio
+async def test_output_is_capped_and_server_names_stay_unambiguous(
+    daemon_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    script = [action("fix_big", {}), {"content": "Final Answer: capped"}]
+    async with ReplayServer(script) as model:
+        options = {**NO_STORE, "llm": {"baseUrl": model.base_url}, "tools": {"maxOutputBytes": 1024}}
+        client = await daemon_factory(options)
+        _, step = await first_step(client, "big", [fixture_server(tmp_path / "pids")])
+        with pytest.raises(Exception) as clash:
+            await client.request(
+                "agent/startSession", {"task": "t", "mcpServers": [{**time_server(), "name": "fix"}]}
+            )
+    observation = step["observations"][0]
+    assert observation["truncated"] and observation["output"].startswith("x" * 1024 + "\n[")
+    assert "5000 bytes" in observation["output"]
+    assert getattr(clash.value, "code", None) == -32602
+    assert "an MCP server named 'fix' with another configuration is in use" in str(clash.value)
+
+
+@pytest.mark.asyncio
+async def test_sessions_naming_one_server_share_it_until_the_last_one_ends(
+    daemon_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    ping = action("fix_ping", {})
+    script = [ping, {"content": "Final Answer: one"}, ping, {"content": "Final Answer: two"}]
+    async with ReplayServer(script) as model:
+        client = await daemon_factory({**NO_STORE, "llm": {"baseUrl": model.base_url}})
+        first, before = await first_step(client, "ping", [fixture_server(pids)])
+        second = await client.request(
+            "agent/startSession", {"task": "t", "mcpServers": [fixture_server(pids)]}
+        )
+        await client.request("agent/step", {"sessionId": first})  # the first session ends
+        after = await client.request("agent/step", {"sessionId": second["sessionId"]})
+        (pid,) = (int(line) for line in pids.read_text().split())  # started once, never restarted
+        assert before["observations"][0]["output"] == after["observations"][0]["output"] == f"pong from {pid}"
+        await client.request("agent/step", {"sessionId": second["sessionId"]})  # the last user ends
+        assert await gone(lambda: not alive(pid))

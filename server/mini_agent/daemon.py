@@ -113,11 +113,11 @@ class Daemon:
         configs = [*self.options.mcp_servers, *p.mcp_servers]
         token = f"starting:{id(p)}"
         problems: list[str] = []
-        specs = await self.mcp.acquire(token, configs, problems.append) if configs else []
-        names = p.tools
-        if names is None and configs:
-            names = [*self.registry.own_names(), *(spec.name for spec in specs)]
         try:
+            specs = await self.mcp.acquire(token, configs, problems.append) if configs else []
+            names = p.tools
+            if names is None and configs:
+                names = [*self.registry.own_names(), *(spec.name for spec in specs)]
             session = self.runtime.start_session(
                 p.task,
                 system_prompt=p.system_prompt,
