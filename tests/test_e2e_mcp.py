@@ -293,11 +293,8 @@ async def test_a_server_killed_while_idle_is_reported_and_the_next_call_starts_i
     assert second["observations"][0]["output"] == f"pong from {after}"
 
 
-@pytest.mark.asyncio
-async def test_a_streamable_http_server(daemon_factory: Callable[..., Any]) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+async def start_web(port: int) -> asyncio.subprocess.Process:
+    """server-everything over streamable HTTP on `port`, once it says it listens."""
     web = await asyncio.create_subprocess_exec(
         str(NPM_BIN / "mcp-server-everything"),
         "streamableHttp",
@@ -306,34 +303,49 @@ async def test_a_streamable_http_server(daemon_factory: Callable[..., Any]) -> N
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
+    assert web.stderr is not None
+    while b"listening on port" not in await web.stderr.readline():
+        pass
+    return web
+
+
+async def stop_web(web: asyncio.subprocess.Process) -> None:
+    if web.returncode is None:
+        web.kill()
+        await web.wait()
+
+
+@pytest.mark.asyncio
+async def test_a_streamable_http_server_and_a_reconnection(daemon_factory: Callable[..., Any]) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = {
+        "type": "http",
+        "name": "web",
+        "url": f"http://127.0.0.1:{port}/mcp",
+        "headers": [{"name": "X-Trace", "value": "e2e"}],
+        "requiresApproval": False,
+    }
+    echoes = [action("web_echo", {"message": word}) for word in ("one", "two", "three")]
+    web = await start_web(port)
     try:
-        assert web.stderr is not None
-        while b"listening on port" not in await web.stderr.readline():
-            pass
-        server = {
-            "type": "http",
-            "name": "web",
-            "url": f"http://127.0.0.1:{port}/mcp",
-            "headers": [{"name": "X-Trace", "value": "e2e"}],
-            "requiresApproval": False,
-        }
-        script = [
-            action("web_echo", {"message": "over http"}),
-            {"content": "Final Answer: {last_observation}"},
-        ]
-        async with ReplayServer(script) as model:
+        async with ReplayServer([*echoes, {"content": "Final Answer: ok"}]) as model:
             client = await daemon_factory({**NO_STORE, "llm": {"baseUrl": model.base_url}})
             session_id, step = await first_step(client, "echo", [server])
             listed = {t["name"]: t for t in (await client.request("agent/listTools", None))["tools"]}
+            await stop_web(web)
+            down = await client.request("agent/step", {"sessionId": session_id})
+            web = await start_web(port)  # the same URL again: the next call reconnects
+            again = await client.request("agent/step", {"sessionId": session_id})
     finally:
-        web.kill()
-        await web.wait()
-    assert step["observations"][0] == {
-        **step["observations"][0],
-        "isError": False,
-        "output": "Echo: over http",
-    }
-    assert listed["web_echo"]["mcpServer"] == "web" and statuses(client, session_id) == []
+        await stop_web(web)
+    assert (step["observations"][0]["isError"], step["observations"][0]["output"]) == (False, "Echo: one")
+    assert listed["web_echo"]["mcpServer"] == "web"
+    lost = "MCP server 'web' stopped unexpectedly"
+    assert (down["observations"][0]["isError"], down["observations"][0]["output"]) == (True, lost)
+    assert statuses(client, session_id) == [lost]
+    assert (again["observations"][0]["isError"], again["observations"][0]["output"]) == (False, "Echo: three")
 
 
 @pytest.mark.asyncio
