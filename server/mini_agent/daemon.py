@@ -16,11 +16,12 @@ from typing import Any
 from . import wire
 from .contracts import LLMConfig, ToolCall, ToolSpec
 from .llm.client import OpenAICompatibleClient
-from .params import InitOptions
+from .params import InitOptions, StartSessionParams
 from .runtime import AgentRuntime, AgentUpdate
 from .session import AgentConfig, AgentSession, Decision
 from .store import SessionRow, SqliteStore, StoreError
 from .tools import ToolRegistry
+from .tools.mcp import McpSource
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,16 @@ class Daemon:
             secret_values=[options.llm.api_key or ""],
             client_caller=self._call_client_tool,
         )
+        self.mcp = McpSource(
+            root,
+            timeout_sec=options.tools.timeout_sec,
+            max_output_bytes=options.tools.max_output_bytes,
+            reserved=self.registry.own_names,
+            report=self._report,
+            tools_changed=lambda: self.tools_changed(persist=False),
+        )
+        self.registry.attach(self.mcp)
+        self._mcp_releases: set[asyncio.Task[None]] = set()
         llm = options.llm.apply(LLMConfig())
         keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
         defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
@@ -136,6 +147,46 @@ class Daemon:
             self.store.save_registrations(self.registry.registrations() + self.unloaded)
         self._notify("agent/toolsChanged", {"tools": self.tool_list()})
 
+    async def start_session(self, p: StartSessionParams) -> AgentSession:
+        """Start the session's MCP servers (and the workspace's) first: its tools are snapshotted."""
+        configs = [*self.options.mcp_servers, *p.mcp_servers]
+        token = f"starting:{id(p)}"
+        problems: list[str] = []
+        try:
+            specs = await self.mcp.acquire(token, configs, problems.append) if configs else []
+            names = p.tools
+            if names is None and configs:
+                names = [*self.registry.own_names(), *(spec.name for spec in specs)]
+            session = self.runtime.start_session(
+                p.task,
+                system_prompt=p.system_prompt,
+                tool_names=names,
+                llm=p.llm.apply(self.runtime.defaults.llm) if p.llm is not None else None,
+                max_steps=p.max_steps,
+            )
+        except BaseException:
+            await self.mcp.release(token)
+            raise
+        self.mcp.rename(token, session.session_id)
+        for problem in problems:
+            self._report(session.session_id, problem)
+        return session
+
+    def _report(self, session_id: str, message: str) -> None:
+        """A problem with one of a session's tool sources, as a status update of that session."""
+        try:
+            session = self.runtime.get(session_id)
+        except Exception:  # not a session (yet, or any more): the log has it
+            log.warning("%s", message)
+            return
+        update = {"kind": "status", "status": session.status.value, "message": message}
+        self._send(AgentUpdate(session_id, len(session.steps), update))
+
+    def _release_mcp(self, session_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self.mcp.release(session_id))
+        self._mcp_releases.add(task)
+        task.add_done_callback(self._mcp_releases.discard)
+
     def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
         if self.store is None:
             held = self.runtime.sessions(status=status)
@@ -154,6 +205,7 @@ class Daemon:
         if self.runtime.is_busy(session_id):
             self.runtime.cancel(session_id)
         self.runtime.forget(session_id)
+        self._release_mcp(session_id)
         return self.store.delete(session_id) if self.store is not None else True
 
     def load_session(self, session_id: str) -> int:
@@ -180,6 +232,8 @@ class Daemon:
             self._send(AgentUpdate(session_id, step, {"kind": "agent_thought_chunk", "text": "".join(texts)}))
 
     def _send(self, update: AgentUpdate) -> None:
+        if update.update["kind"] == "status" and update.update.get("status") == "finished":
+            self._release_mcp(update.session_id)
         params = {"sessionId": update.session_id, "step": update.step, "update": update.update}
         self._notify("agent/update", params)
         for callback in list(self._watchers.get(update.session_id, ())):
@@ -212,6 +266,8 @@ class Daemon:
         return await self._request("agent/executeTool", params)
 
     async def aclose(self) -> None:
+        await asyncio.gather(*self._mcp_releases)
+        await self.mcp.aclose()
         await self.registry.aclose()
         await self.llm.aclose()
         if self.store is not None:
