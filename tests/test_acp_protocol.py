@@ -81,6 +81,7 @@ def test_initialize_advertises_what_is_implemented(agent: RawAgent) -> None:
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True and caps["promptCapabilities"]["embeddedContext"] is True
     assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "delete": {}}
+    assert caps["mcpCapabilities"] == {"http": True, "sse": False}
 
 
 def test_bad_lines_get_json_rpc_errors_and_the_agent_stays_up(agent: RawAgent) -> None:

@@ -7,9 +7,9 @@ environment (`OPENAI_API_KEY`) or the client, because workspace files get commit
 
 Precedence, most specific first: the request (or `initializationOptions`), this file, the
 environment (`OPENAI_BASE_URL`, `MINI_AGENT_MODEL`), the defaults. A workspace that is not trusted
-(a cloned repository, say) gets the file's harmless keys only: its `tools`, its `approval.allow` and
-its `llm.base_url` wait for trust, since they run its code, approve for the user, or send the
-conversation elsewhere. `merged_options` builds the
+(a cloned repository, say) gets the file's harmless keys only: its `tools`, `mcp_servers`,
+`approval.allow` and `llm.base_url` wait for trust, since they run its code or commands, approve for
+the user, or send the conversation elsewhere. `merged_options` builds the
 `initializationOptions` object those layers make, so both doors parse one value the one way they
 always have (`params.InitOptions`).
 """
@@ -153,6 +153,7 @@ def merged_options(
         {
             "llm": {to_camel(key): value for key, value in from_file.items()},
             **({"maxSteps": config.max_steps} if config.max_steps is not None else {}),
+            **({"mcpServers": [_camel(server) for server in config.mcp_servers]} if trusted else {}),
         },
         request or {},
     ]
@@ -169,7 +170,11 @@ def merged_options(
 def needs_trust(config: WorkspaceConfig) -> bool:
     """Whether the file says something only a trusted workspace gets: tools (importing them runs the
     workspace's code), an allow-list, or a model server to send the conversation to."""
-    return bool(config.tools or config.allow or "base_url" in config.llm)
+    return bool(config.tools or config.allow or config.mcp_servers or "base_url" in config.llm)
+
+
+def _camel(server: Mapping[str, Any]) -> dict[str, Any]:
+    return {to_camel(key): value for key, value in server.items()}
 
 
 def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

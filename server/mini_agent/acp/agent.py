@@ -27,6 +27,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -46,7 +47,7 @@ from ..contracts import StopReason, ToolCall, ToolSpec
 from ..daemon import PERMISSION_OPTIONS, Daemon
 from ..errors import AgentError, UnknownSession
 from ..events import AgentEvent
-from ..params import InitOptions
+from ..params import InitOptions, McpServer, StartSessionParams, parse
 from ..session import AgentSession, Decision, new_session_id
 from . import editor_fs, updates
 from .transport import LineTransport
@@ -132,6 +133,7 @@ class Chat:
     session_id: str
     workspace: Workspace
     started: bool
+    mcp_servers: list[McpServer]  # the client's, for this session (with the workspace's, for every one)
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)
     cancels: int = 0  # bumped by session/cancel: a prompt queued before it answers `cancelled`
     unwatch: Callable[[], None] | None = None
@@ -162,6 +164,7 @@ class MiniAgent:
         capabilities = AgentCapabilities(
             load_session=True,
             prompt_capabilities=PromptCapabilities(embedded_context=True),
+            mcp_capabilities=McpCapabilities(http=True, sse=False),
             session_capabilities=SessionCapabilities(
                 list=SessionListCapabilities(),
                 resume=SessionResumeCapabilities(),
@@ -186,17 +189,17 @@ class MiniAgent:
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> NewSessionResponse:
-        workspace = await self._workspace(cwd, mcp_servers)
-        chat = self._adopt(new_session_id(), workspace, started=False)
+        workspace = await self._workspace(cwd)
+        chat = self._adopt(new_session_id(), workspace, started=False, mcp_servers=mcp_servers)
         return NewSessionResponse(session_id=chat.session_id)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> LoadSessionResponse:
         """Replay the whole history, user turns included, before answering."""
-        workspace = await self._workspace(cwd, mcp_servers)
+        workspace = await self._workspace(cwd)
         session = workspace.runtime.get(session_id)
-        self._adopt(session_id, workspace, started=True)
+        self._adopt(session_id, workspace, started=True, mcp_servers=mcp_servers)
         for update in updates.history(session, kind_of):
             workspace.post(session_id, update)
         return LoadSessionResponse()
@@ -204,18 +207,16 @@ class MiniAgent:
     async def resume_session(
         self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> ResumeSessionResponse:
-        workspace = await self._workspace(cwd, mcp_servers)
+        workspace = await self._workspace(cwd)
         workspace.runtime.resume(session_id)
-        self._adopt(session_id, workspace, started=True)
+        self._adopt(session_id, workspace, started=True, mcp_servers=mcp_servers)
         return ResumeSessionResponse()
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> ListSessionsResponse:
         """Newest first, `PAGE` at a time; the cursor is the offset of the next page."""
-        workspaces = (
-            [await self._workspace(cwd, None)] if cwd is not None else list(self._workspaces.values())
-        )
+        workspaces = [await self._workspace(cwd)] if cwd is not None else list(self._workspaces.values())
         offset = _offset(cursor)
         infos: list[SessionInfo] = []
         more = False
@@ -260,12 +261,15 @@ class MiniAgent:
             if chat.cancels != ticket:
                 return PromptResponse(stop_reason="cancelled")
             text = updates.prompt_text(prompt)
-            runtime = chat.workspace.runtime
+            workspace, runtime = chat.workspace, chat.workspace.runtime
             if chat.started:
+                # a session that ended its turn let its MCP servers go: the follow-up takes them up again
+                servers = [*workspace.options.mcp_servers, *chat.mcp_servers]
+                await workspace.mcp.acquire(session_id, servers, log.warning)
                 runtime.prompt(session_id, text)
             else:
-                policy = chat.workspace.standing_policy()
-                session = runtime.start_session(text, session_id=session_id, standing=policy)
+                request = StartSessionParams(task=text, mcp_servers=chat.mcp_servers)
+                session = await workspace.start_session(request, session_id=session_id)
                 chat.started = True
                 info = SessionInfoUpdate(
                     session_update="session_info_update",
@@ -273,6 +277,8 @@ class MiniAgent:
                     updated_at=_iso(session.updated_at),
                 )
                 chat.workspace.post(session_id, info)
+            if chat.cancels != ticket:  # cancelled while its MCP servers started
+                return PromptResponse(stop_reason="cancelled")
             summary = await runtime.run(session_id)
         reason = summary.stop_reason
         if reason is StopReason.ERROR:
@@ -304,11 +310,15 @@ class MiniAgent:
             )
         return chat
 
-    def _adopt(self, session_id: str, workspace: Workspace, *, started: bool) -> Chat:
+    def _adopt(
+        self, session_id: str, workspace: Workspace, *, started: bool, mcp_servers: list[Any] | None
+    ) -> Chat:
+        servers = _mcp_servers(mcp_servers)
         chat = self._chats.get(session_id)
         if chat is not None:
+            chat.mcp_servers = servers
             return chat
-        chat = self._chats[session_id] = Chat(session_id, workspace, started)
+        chat = self._chats[session_id] = Chat(session_id, workspace, started, servers)
 
         def on_event(event: AgentEvent) -> None:
             update = updates.update_for(event, kind_of)
@@ -318,14 +328,12 @@ class MiniAgent:
         chat.unwatch = workspace.watch(session_id, on_event)
         return chat
 
-    async def _workspace(self, cwd: str, mcp_servers: list[Any] | None) -> Workspace:
+    async def _workspace(self, cwd: str) -> Workspace:
         root = Path(cwd)
         if not root.is_absolute():
             raise AgentError(f"cwd must be an absolute path, got {cwd!r}", cwd=cwd)
         if not root.is_dir():
             raise AgentError(f"cwd {cwd!r} is not a directory", cwd=cwd)
-        if mcp_servers:
-            log.warning("mcpServers are accepted but not used yet: this build has no MCP tool source")
         root = root.resolve()
         workspace = self._workspaces.get(root)
         if workspace is None:
@@ -349,6 +357,14 @@ _ACP_STOP: dict[StopReason, Any] = {
     StopReason.MAX_TURN_REQUESTS: "max_turn_requests",
     StopReason.LOOP_DETECTED: "max_turn_requests",
 }
+
+
+def _mcp_servers(raw: list[Any] | None) -> list[McpServer]:
+    """ACP's server descriptions as the MCP tool source takes them; stdio and HTTP, not SSE."""
+    dumped = [server.model_dump(mode="json", by_alias=True, exclude_none=True) for server in raw or []]
+    for server in dumped:
+        server.pop("_meta", None)
+    return parse("mcpServers", {"task": "-", "mcpServers": dumped}, StartSessionParams).mcp_servers
 
 
 def _iso(timestamp: float) -> str:
