@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import RequestError
+from acp.schema import EnvVariable, McpServerStdio
 from mini_agent.replay import ReplayServer
 from mini_agent_client.demo import SCRIPT, TASK
 
@@ -211,3 +214,37 @@ async def test_the_editor_reads_unsaved_buffers_and_reviews_writes_as_a_diff(wor
     assert "read_text_file" in json.dumps(model.requests[0]) and "read_text_file" not in json.dumps(
         model.requests[-1]
     )
+
+
+@pytest.mark.asyncio
+async def test_mcp_servers_from_session_new_serve_the_task_and_the_follow_up(
+    workspace: Path, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    server = McpServerStdio(
+        name="fix",
+        command=sys.executable,
+        args=[str(Path(__file__).parent / "mcp_fixture_server.py"), str(pids)],
+        env=[EnvVariable(name="PYTHONPATH", value=os.pathsep.join(sys.path))],
+    )
+    ping = {"content": "Thought: ping.\nAction: fix_ping\nAction Input: {}"}
+    script = [ping, {"content": "Final Answer: {last_observation}"}, ping, {"content": "Final Answer: again"}]
+    async with ReplayServer(script) as model:
+        workspace_config(workspace, model.base_url, tools="")
+        async with acp_agent(workspace, trust=True) as (conn, process, recorder):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[server])
+            first = await conn.prompt(session_id=session.session_id, prompt=text("ping it"))
+            second = await conn.prompt(session_id=session.session_id, prompt=text("once more"))
+            process.terminate()
+            assert await process.wait() == 0
+    outputs = [c[-1]["rawOutput"]["output"] for c in calls(recorder.of(session.session_id)).values()]
+    assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    assert len(outputs) == 2 and all(output.startswith("pong from ") for output in outputs), outputs
+    assert recorder.permission_requests == []  # ping is read-only
+    started = [int(pid) for pid in pids.read_text().split()]
+    assert started and not any(Path(f"/proc/{pid}").exists() and _running(pid) for pid in started)
+
+
+def _running(pid: int) -> bool:
+    state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    return state != "Z"
