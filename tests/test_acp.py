@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError
+from acp import (
+    RequestError,
+    embedded_text_resource,
+    resource_block,
+    resource_link_block,
+    text_block,
+)
 from mini_agent.replay import ReplayServer
 from mini_agent_client.demo import SCRIPT, TASK
 
@@ -156,3 +162,46 @@ async def test_model_server_down_is_an_error_naming_the_url(workspace: Path) -> 
             await conn.new_session(cwd="relative/path", mcp_servers=[])
         assert "absolute" in str(relative.value)
         assert process.returncode is None
+
+
+@pytest.mark.asyncio
+async def test_step_budget_and_a_repeated_call_end_the_turn_with_max_turn_requests_and_say_which(
+    workspace: Path,
+) -> None:
+    listing = {"content": 'Thought: list.\nAction: list_python_files\nAction Input: {"directory": "."}'}
+    async with ReplayServer([listing] * 7) as model:
+        workspace_config(workspace, model.base_url, max_steps="max_steps = 2")
+        async with acp_agent(workspace, trust=True) as (conn, _, recorder):
+            budget = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            out_of_steps = await conn.prompt(session_id=budget.session_id, prompt=text("list forever"))
+        workspace_config(workspace, model.base_url, max_steps="max_steps = 10")
+        async with acp_agent(workspace, trust=True) as (conn, _, looped):
+            loop = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            repeated = await conn.prompt(session_id=loop.session_id, prompt=text("list forever"))
+    assert out_of_steps.stop_reason == repeated.stop_reason == "max_turn_requests"
+    assert "step budget (2 model turns)" in said(recorder.of(budget.session_id))
+    assert "repeated the same tool call" in said(looped.of(loop.session_id))
+
+
+@pytest.mark.asyncio
+async def test_prompt_blocks_text_links_and_embedded_resources_become_the_users_words(
+    workspace: Path,
+) -> None:
+    blocks = [
+        text_block("Sharing the following file as context: notes.md"),
+        resource_link_block(name="schema.py", uri=(workspace / "schema.py").as_uri()),
+        resource_block(embedded_text_resource("file:///notes.md", "remember the milk")),
+        text_block("What do these say?"),
+    ]
+    async with ReplayServer([{"content": "Final Answer: {last_user}"}]) as model:
+        workspace_config(workspace, model.base_url)
+        async with acp_agent(workspace, trust=True) as (conn, _, _):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id, prompt=blocks)
+        user = [m["content"] for m in model.requests[0]["messages"] if m["role"] == "user"]
+    assert user == [
+        "Sharing the following file as context: notes.md\n\n"
+        f"[schema.py]({(workspace / 'schema.py').as_uri()})\n\n"
+        '<context uri="file:///notes.md">\nremember the milk\n</context>\n\n'
+        "What do these say?"
+    ]
