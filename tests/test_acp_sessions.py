@@ -248,3 +248,28 @@ async def test_mcp_servers_from_session_new_serve_the_task_and_the_follow_up(
 def _running(pid: int) -> bool:
     state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
     return state != "Z"
+
+
+@pytest.mark.asyncio
+async def test_agent_prompt_on_the_lsp_door_gives_each_turn_its_own_step_budget(
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
+    listing = {"content": 'Thought: list.\nAction: list_python_files\nAction Input: {"directory": "."}'}
+    script = [{"content": "Final Answer: one"}, listing, {"content": "Final Answer: two"}, listing, listing]
+    async with ReplayServer(script) as model:
+        client = await daemon_factory({"llm": {"baseUrl": model.base_url}, "store": {"enabled": False}})
+        await client.request("agent/registerTool", {"path": "tools.py"})
+        sid = (await client.request("agent/startSession", {"task": "first", "maxSteps": 2}))["sessionId"]
+        assert (await client.request("agent/run", {"sessionId": sid}))["finalAnswer"] == "one"
+        assert (await client.request("agent/prompt", {"sessionId": sid, "text": "second"}))[
+            "status"
+        ] == "ready"
+        second = await client.request("agent/run", {"sessionId": sid})  # 2 steps: the budget is per turn
+        assert (second["stopReason"], second["finalAnswer"], second["stepsRun"]) == ("end_turn", "two", 2)
+        await client.request("agent/prompt", {"sessionId": sid, "text": "third"})
+        third = await client.request("agent/run", {"sessionId": sid})
+        assert third["stopReason"] == "max_turn_requests"
+        with pytest.raises(Exception, match=r"session_finished|is finished"):
+            await client.request("agent/prompt", {"sessionId": sid, "text": "fourth"})
+        with pytest.raises(Exception, match="unknown session"):
+            await client.request("agent/prompt", {"sessionId": "sess_nope", "text": "hello"})
