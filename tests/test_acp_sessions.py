@@ -273,3 +273,20 @@ async def test_agent_prompt_on_the_lsp_door_gives_each_turn_its_own_step_budget(
             await client.request("agent/prompt", {"sessionId": sid, "text": "fourth"})
         with pytest.raises(Exception, match="unknown session"):
             await client.request("agent/prompt", {"sessionId": "sess_nope", "text": "hello"})
+
+
+@pytest.mark.asyncio
+async def test_tools_registered_over_lsp_are_in_an_acp_session_of_a_trusted_workspace(
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
+    answer = {"content": "Final Answer: ok"}
+    async with ReplayServer([answer, answer]) as model:
+        lsp = await daemon_factory({"llm": {"baseUrl": model.base_url}, "workspaceTrusted": True})
+        await lsp.request("agent/registerTool", {"path": "metrics.py"})
+        await lsp.lsp.shutdown_session()
+        for trust in (True, False):
+            async with acp_agent(workspace, trust=trust, OPENAI_BASE_URL=model.base_url) as (conn, _, _):
+                session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+                await conn.prompt(session_id=session.session_id, prompt=text("hi"))
+        trusted, untrusted = (json.dumps(request) for request in model.requests)
+    assert "average" in trusted and "average" not in untrusted
