@@ -153,15 +153,14 @@ class AgentRuntime:
         return session
 
     def prompt(self, session_id: str, text: str) -> AgentSession:
-        """A follow-up user turn: a session that ended its turn (or is ready) takes the user's words and
-        is ready again. The history is only appended to, so the next model request starts with the
-        bytes of the last one (the model server's prefix cache keeps working)."""
+        """A follow-up user turn: a session that ended its turn (answered, ran out of its step budget,
+        stopped on a loop) or is ready takes the user's words and is ready again, with a fresh budget.
+        The history is only appended to, so the next model request starts with the bytes of the last
+        one (the model server's prefix cache keeps working)."""
         session = self.get(session_id)
         stepping = (SessionStatus.RUNNING, SessionStatus.AWAITING_APPROVAL)
         if self.is_busy(session_id) or session.status in stepping:
             raise SessionBusy(session_id)
-        if session.finished and session.stop_reason is not StopReason.END_TURN:
-            raise SessionFinished(session_id, session.stop_reason)
         self._stepper.abandon_open_calls(session)
         session.messages.append(Message(Role.USER, text))
         session.status, session.stop_reason, session.final_answer = SessionStatus.READY, None, None
