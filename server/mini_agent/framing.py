@@ -22,6 +22,8 @@ from typing import Any, BinaryIO, Protocol
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 
+from .pipes import SafeWriter as SafeWriter  # where it lives now; server.py writes with it
+
 log = logging.getLogger(__name__)
 
 MAX_FRAME_ENV = "MINI_AGENT_MAX_FRAME_BYTES"
@@ -93,35 +95,6 @@ class Source:
             chunk = await self.readline(_CHUNK)
             if not chunk or chunk.endswith(b"\n"):
                 return chunk
-
-
-class SafeWriter:
-    """pygls' writer, for a client that may already be gone.
-
-    Editors often exit right after `shutdown` (Neovim 0.11 does); answering it then meets a closed
-    pipe. That is the normal end of a session, so later writes are dropped instead of raising.
-    """
-
-    def __init__(self, stream: BinaryIO, *, newline: bool) -> None:
-        self._stream = stream
-        self._end = b"\n" if newline else b""
-        self.gone = False
-
-    def close(self) -> None:
-        if not self.gone:
-            with contextlib.suppress(OSError):
-                self._stream.close()
-        self.gone = True
-
-    def write(self, data: bytes) -> None:
-        if self.gone:
-            return
-        try:
-            self._stream.write(data + self._end)
-            self._stream.flush()
-        except (BrokenPipeError, ValueError):  # ValueError: already closed
-            log.debug("the client closed its end; dropping further output")
-            self.gone = True
 
 
 def _deliver(body: bytes, endpoint: Endpoint, report: ErrorReporter) -> None:

@@ -24,8 +24,8 @@ from acp.schema import DeleteSessionRequest
 from pydantic import ValidationError
 
 from ..errors import AgentError, error_data
-from ..framing import SafeWriter
 from ..params import invalid
+from ..pipes import SafeWriter
 from .agent import MiniAgent
 from .transport import LineTransport
 

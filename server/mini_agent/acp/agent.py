@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import RequestError, helpers
 from acp.connection import Connection
@@ -31,7 +31,6 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
-    RequestPermissionResponse,
     ResumeSessionResponse,
     SessionCapabilities,
     SessionDeleteCapabilities,
@@ -39,18 +38,19 @@ from acp.schema import (
     SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
-    ToolKind,
 )
 
 from .. import __version__, workspace_config
-from ..contracts import StopReason, ToolCall, ToolSpec
-from ..daemon import PERMISSION_OPTIONS, Daemon
+from ..contracts import StopReason
 from ..errors import AgentError, UnknownSession
 from ..events import AgentEvent
-from ..params import InitOptions, McpServer, StartSessionParams, parse
-from ..session import AgentSession, Decision, new_session_id
+from ..params import McpServer, StartSessionParams, parse
+from ..session import new_session_id
 from . import editor_fs, updates
 from .transport import LineTransport
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -60,70 +60,6 @@ STOP_NOTES = {
     StopReason.MAX_TURN_REQUESTS: "Stopped: this prompt used up its step budget ({max_steps} model turns).",
     StopReason.LOOP_DETECTED: "Stopped: the model repeated the same tool call with the same arguments.",
 }
-
-
-def kind_of(name: str) -> ToolKind:
-    """ACP's tool kind; our tools declare none yet, so all are `other` but the editor's file tools."""
-    return {"read_text_file": "read", "write_text_file": "edit"}.get(name, "other")  # type: ignore[return-value]
-
-
-class Workspace(Daemon):
-    """One workspace's composition, asking permission over ACP."""
-
-    def __init__(
-        self,
-        root: Path,
-        options: InitOptions,
-        config: workspace_config.WorkspaceConfig,
-        transport: LineTransport,
-        connection: Callable[[], Connection],
-    ) -> None:
-        super().__init__(root, options, notify=_lsp_only, request=self._editor_tool, config=config)
-        self._transport = transport
-        self._connection = connection
-
-    def post(self, session_id: str, update: Any) -> None:
-        body = update.model_dump(mode="json", by_alias=True, exclude_none=True)
-        self._transport.post(
-            {
-                "jsonrpc": "2.0",
-                "method": "session/update",
-                "params": {"sessionId": session_id, "update": body},
-            }
-        )
-
-    async def request_permission(
-        self, session: AgentSession, call: ToolCall, spec: ToolSpec
-    ) -> tuple[Decision, str | None] | None:
-        """Ask the client; a `cancelled` outcome cancels the turn, a failure leaves the call waiting."""
-        tool_call = updates.permission_call(call, kind_of(call.name))
-        tool_call |= await editor_fs.review(self._connection(), self.root, session.session_id, call)
-        params = {"sessionId": session.session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
-        try:
-            raw = await self._connection().send_request("session/request_permission", params)
-            answer = RequestPermissionResponse.model_validate(raw).outcome
-        except Exception as exc:  # a client that cannot answer: the call waits, session/cancel still works
-            log.warning("session/request_permission got no decision: %s", exc)
-            return None
-        if answer.outcome == "cancelled":
-            self.runtime.cancel(session.session_id)
-            return None
-        try:
-            return Decision(answer.option_id), None
-        except ValueError:
-            log.warning("session/request_permission: unknown option %r", answer.option_id)
-            return None
-
-    async def _editor_tool(self, method: str, params: dict[str, Any]) -> Any:
-        """The registry's client tools: here the editor's file tools, run over `fs/*`."""
-        if method != "agent/executeTool" or params.get("name") not in (editor_fs.READ, editor_fs.WRITE):
-            raise RuntimeError(f"{method}: tools run by an LSP client cannot run in an ACP session")
-        conn = self._connection()
-        return await editor_fs.run(conn, self.root, params["sessionId"], params["name"], params["arguments"])
-
-
-def _lsp_only(method: str, params: dict[str, Any]) -> None:
-    """The LSP door's notifications (agent/update, agent/toolsChanged) have no ACP reader."""
 
 
 @dataclass(slots=True)
@@ -200,7 +136,7 @@ class MiniAgent:
         workspace = await self._workspace(cwd)
         session = workspace.runtime.get(session_id)
         self._adopt(session_id, workspace, started=True, mcp_servers=mcp_servers)
-        for update in updates.history(session, kind_of):
+        for update in updates.history(session, updates.kind_of):
             workspace.post(session_id, update)
         return LoadSessionResponse()
 
@@ -321,7 +257,7 @@ class MiniAgent:
         chat = self._chats[session_id] = Chat(session_id, workspace, started, servers)
 
         def on_event(event: AgentEvent) -> None:
-            update = updates.update_for(event, kind_of)
+            update = updates.update_for(event, updates.kind_of)
             if update is not None:
                 workspace.post(event.session_id, update)
 
@@ -337,6 +273,8 @@ class MiniAgent:
         root = root.resolve()
         workspace = self._workspaces.get(root)
         if workspace is None:
+            from .workspace import Workspace  # the adapters load with the first workspace
+
             options, config = workspace_config.resolve(root, {"workspaceTrusted": self._trusted}, self._env)
             workspace = Workspace(root, options, config, self._transport, self._conn)
             self._workspaces[root] = workspace

@@ -10,13 +10,15 @@ real review.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp.connection import Connection
 from acp.schema import FileSystemCapabilities, ReadTextFileResponse
 
 from ..contracts import ToolCall
-from ..tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from ..tools import ToolRegistry
 
 READ = "read_text_file"
 WRITE = "write_text_file"

@@ -13,7 +13,7 @@ import json
 import logging
 from typing import Any
 
-from ..framing import SafeWriter
+from ..pipes import SafeWriter
 
 log = logging.getLogger(__name__)
 

@@ -48,6 +48,11 @@ KindOf = Callable[[str], ToolKind]
 TITLE_VALUE_CHARS = 60
 
 
+def kind_of(name: str) -> ToolKind:
+    """ACP's tool kind; our tools declare none yet, so all are `other` but the editor's file tools."""
+    return {"read_text_file": "read", "write_text_file": "edit"}.get(name, "other")  # type: ignore[return-value]
+
+
 def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
     """`event` as a session update; None for what ACP has no update for (status changes)."""
     match event:
