@@ -49,6 +49,7 @@ FORMAT_TASK = (
     'Answer in this format:\nThought: ...\nAction: list_python_files\nAction Input: {"directory": "."}'
 )
 STORY_TASK = "Write a long story about a dragon and a knight."  # about 400 tokens from this model
+NOT_RUN = ("Invalid arguments", "Unknown tool", "You have called")  # the registry's refusals, the loop note
 REFUSAL_LOG_LINE = '"POST /v1/chat/completions HTTP/1.1" 500'  # uvicorn's access log
 CLEAN_ENDS = {"end_turn", "max_turn_requests", "loop_detected"}
 OBSERVATION_MARKERS = ("Observation:", "Observation：")
@@ -285,7 +286,7 @@ def executed_calls(step: dict[str, Any], schemas: dict[str, Any]) -> list[dict[s
     return [call for call in step["toolCalls"]
             if call["name"] in schemas
             and jsonschema.Draft202012Validator(schemas[call["name"]]).is_valid(call["arguments"])
-            and not outputs[call["id"]].startswith(("Invalid arguments", "Unknown tool"))]
+            and not outputs[call["id"]].startswith(NOT_RUN)]
 
 
 @pytest.mark.asyncio

@@ -96,7 +96,7 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     _root_option(parser)
     parser.add_argument("--base-url", help="OpenAI-compatible server (default: $OPENAI_BASE_URL)")
     parser.add_argument("--model", help="model name (default: $MINI_AGENT_MODEL)")
-    parser.add_argument("--tool-mode", choices=["react", "native", "auto"])
+    parser.add_argument("--tool-mode", choices=["react", "native", "json", "auto"])
     _json_option(parser)
     parser.add_argument("--approve", choices=["ask", "all", "none"],
                         help="tools that need approval: ask in the terminal (default there), allow all, or "
