@@ -361,3 +361,27 @@ async def test_a_server_that_ignores_the_schema_gives_format_errors_the_model_re
     repaired_request = model.requests[2]["messages"]
     assert repaired_request[-2] == {"role": "assistant", "content": turns[1]["content"]}
     assert repaired_request[-1]["content"] == "Observation: " + errors[1]["output"]
+
+
+@pytest.mark.asyncio
+async def test_a_loaded_session_replays_the_thought_not_the_raw_json(
+    daemon_factory: Callable[..., Any],
+) -> None:
+    turns = [
+        {"content": turn("Listing first.", "list_python_files", directory=".")},
+        {"content": turn("Done.", answer="ok")},
+    ]
+    async with ReplayServer(turns) as model:
+        options = {"llm": {"baseUrl": model.base_url, "model": "replay", "toolMode": "json"}}
+        live = await daemon_factory(options)
+        await live.request("agent/registerTool", {"path": "tools.py"})
+        started = await live.request("agent/startSession", {"task": "List the Python files."})
+        session_id = started["sessionId"]
+        await live.request("agent/run", {"sessionId": session_id})
+        fresh = await daemon_factory(options)
+        await fresh.request("agent/loadSession", {"sessionId": session_id})
+
+    def thoughts(client: Any) -> list[str]:
+        return [thought_chunks(client, session_id, step) for step in (0, 1)]
+
+    assert thoughts(live) == ["Listing first.", "Done."] == thoughts(fresh)
