@@ -214,30 +214,46 @@ class OpenAICompatibleClient:
     ) -> LLMResponse:
         """One schema-constrained turn: OpenAI's `json_schema` form first, `json_object` if refused.
 
-        Only the thought is streamed, decoded from the JSON string as it arrives.
+        The form that worked is kept per server and model, as auto mode keeps its mode.
         """
         key = (config.base_url, config.model)
         form = self._json_form.get(key, "json_schema")
         payload = _payload(config, react.render_messages(messages, tools, jsonmode.PROTOCOL))
-        while True:
-            payload["response_format"] = jsonmode.response_format(tools, form)
-            scanner = jsonmode.ThoughtScanner()
-            sink = _thought_sink(scanner, on_text)
-            refusable = fallback or form == "json_schema"
-            try:
-                done = await self._complete(payload, config, sink, (), fallback=refusable)
-            except _FormatRejected:
-                if form == "json_object":
-                    raise
-                form = "json_object"
-                continue
-            break
+        refusable = fallback or form == "json_schema"
+        try:
+            done = await self._json_once(payload, tools, form, config, on_text, refusable)
+        except _FormatRejected:
+            if form == "json_object":
+                raise
+            form = "json_object"
+            done = await self._json_once(payload, tools, form, config, on_text, fallback)
         self._json_form[key] = form
-        tail = scanner.finish()
-        if tail and on_text is not None:
-            on_text(tail)
         turn = jsonmode.parse(done.text, call_id=_new_call_id(), truncated=done.finish_reason == "length")
         return _text_response(done, turn, "json")
+
+    async def _json_once(
+        self,
+        payload: dict[str, Any],
+        tools: Sequence[ToolSpec],
+        form: jsonmode.Form,
+        config: LLMConfig,
+        on_text: TextSink | None,
+        refusable: bool,
+    ) -> _Completion:
+        """One request in one form; the caller is streamed only the decoded thought."""
+        payload["response_format"] = jsonmode.response_format(tools, form)
+        scanner = jsonmode.ThoughtScanner()
+
+        def emit(thought: str) -> None:
+            if thought and on_text is not None:
+                on_text(thought)
+
+        def sink(text: str) -> None:
+            emit(scanner.feed(text))
+
+        done = await self._complete(payload, config, sink, (), fallback=refusable)
+        emit(scanner.finish())
+        return done
 
     async def _native(
         self,
@@ -458,17 +474,6 @@ def _tool_call(raw: _RawCall) -> ToolCall:
         why = f"the arguments must be a JSON object, not {type(arguments).__name__}"
         return ToolCall(call_id, raw.name, {}, raw.arguments, why)
     return ToolCall(call_id, raw.name, arguments, raw.arguments)
-
-
-def _thought_sink(scanner: jsonmode.ThoughtScanner, on_text: TextSink | None) -> TextSink:
-    """Raw reply text in, the decoded thought out to `on_text`."""
-
-    def sink(text: str) -> None:
-        thought = scanner.feed(text) if text else ""
-        if thought and on_text is not None:
-            on_text(thought)
-
-    return sink
 
 
 def _text_response(done: _Completion, turn: react.ReactTurn, mode: ToolMode) -> LLMResponse:

@@ -187,11 +187,11 @@ class ThoughtScanner:
         if char in _WHITESPACE:
             return
         if char == '"':
-            self._in_string, self._escaped = True, False
             if self._awaiting:
-                self._in_string, self._in_thought = False, True
-            elif self._depth == 1 and self._expect_key:
-                self._key = []
+                self._in_thought = True
+            else:
+                self._in_string, self._escaped = True, False
+                self._key = [] if self._depth == 1 and self._expect_key else None
         elif char in "{[":
             self._depth += 1
         elif char in "}]":
