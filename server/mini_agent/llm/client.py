@@ -284,7 +284,7 @@ class OpenAICompatibleClient:
         *,
         fallback: bool,
     ) -> _Completion:
-        """POST with retries; every failure that leaves here is an `LLMError` (or `_ToolsRejected`)."""
+        """POST with retries; every failure that leaves here is an `LLMError` (or a `_Refused`)."""
         import aiohttp
 
         url = config.base_url.rstrip("/") + "/chat/completions"
