@@ -317,6 +317,9 @@ async def test_seed_scenario_in_json_mode(workspace: Path, daemon_factory: Calla
     schema = jsonmode.turn_schema([])
     sent = [f for f in model.response_formats[1:] if f is not None]
     assert len(sent) == 4 and all(f["type"] == "json_object" for f in sent)
+    refused = model.response_formats[0]
+    assert refused is not None and refused["type"] == "json_schema"
+    assert refused["json_schema"] == {"name": "agent_turn", "schema": sent[0]["schema"], "strict": False}
     branches = sent[0]["schema"]["properties"]["action"]["anyOf"]
     tools = {t["name"]: t["inputSchema"] for t in registered["tools"]}
     assert {b["properties"]["tool"]["const"]: b["properties"]["arguments"] for b in branches[:-1]} == tools
