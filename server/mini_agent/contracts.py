@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-ToolMode = Literal["react", "native", "auto"]
-TOOL_MODES: tuple[ToolMode, ...] = ("react", "native", "auto")
+ToolMode = Literal["react", "native", "json", "auto"]
+TOOL_MODES: tuple[ToolMode, ...] = ("react", "native", "json", "auto")
 
 
 class Role(StrEnum):

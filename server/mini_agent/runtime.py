@@ -639,8 +639,9 @@ class AgentRuntime:
         updates: list[AgentUpdate] = []
         for record in session.steps:
             bodies: list[dict[str, Any]] = []
-            if record.completion:
-                bodies.append({"kind": "agent_thought_chunk", "text": record.completion})
+            streamed = record.thought if record.tool_mode == "json" else record.completion  # as sent live
+            if streamed:
+                bodies.append({"kind": "agent_thought_chunk", "text": streamed})
             bodies += [
                 {"kind": "tool_call", **wire.tool_call_event(call, "pending")} for call in record.tool_calls
             ]

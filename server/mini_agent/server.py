@@ -37,6 +37,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from . import __version__
+from .contracts import TOOL_MODES
 
 if TYPE_CHECKING:
     from cattrs import Converter
@@ -138,7 +139,7 @@ class AgentProtocol(LanguageServerProtocol):
                 "methods": list(METHODS),
                 "notifications": ["agent/update", "agent/toolsChanged"],
                 "serverRequests": ["agent/requestPermission", "agent/executeTool"],
-                "toolModes": ["react", "native", "auto"],
+                "toolModes": list(TOOL_MODES),
             }
         }
         return result
