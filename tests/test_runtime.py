@@ -26,7 +26,8 @@ from mini_agent.contracts import (
     ToolCall,
     ToolSpec,
 )
-from mini_agent.runtime import AgentRuntime, AgentUpdate, SessionBusy, SessionFinished, UnknownSession
+from mini_agent.events import AgentEvent, AnswerChunk, StatusChanged, ToolCallFinished, ToolCallPending
+from mini_agent.runtime import AgentRuntime, SessionBusy, SessionFinished, UnknownSession
 from mini_agent.session import AgentConfig, AgentSession, Decision
 
 ECHO = ToolSpec("echo", "Echo the text.", {"type": "object", "properties": {"text": {"type": "string"}}})
@@ -90,8 +91,8 @@ class Tools:
         return Observation(call.id, call.name, json.dumps(call.arguments))
 
 
-def build(model: ScriptedModel, tools: Tools, **config: Any) -> tuple[AgentRuntime, list[AgentUpdate]]:
-    events: list[AgentUpdate] = []
+def build(model: ScriptedModel, tools: Tools, **config: Any) -> tuple[AgentRuntime, list[AgentEvent]]:
+    events: list[AgentEvent] = []
     runtime = AgentRuntime(model, tools, defaults=AgentConfig(**config), events=events.append)
     return runtime, events
 
@@ -108,8 +109,8 @@ async def test_history_is_append_only_and_steps_end_on_answer() -> None:
     assert session.status is SessionStatus.FINISHED and session.usage == TokenUsage(20, 4, 10)
     assert model.seen[1][: len(model.seen[0])] == model.seen[0]
     assert [m.role for m in model.seen[1]] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL]
-    kinds = [e.update["kind"] for e in events]
-    assert kinds.index("tool_call") < kinds.index("tool_call_update") < kinds.index("agent_message_chunk")
+    kinds = [type(e) for e in events]
+    assert kinds.index(ToolCallPending) < kinds.index(ToolCallFinished) < kinds.index(AnswerChunk)
     with pytest.raises(SessionFinished):
         await runtime.step(session.session_id)
 
@@ -143,7 +144,7 @@ async def test_model_error_ends_the_step_and_leaves_the_session_ready() -> None:
     failed = await runtime.step(session.session_id)
     assert failed.stop_reason is StopReason.ERROR and "500" in (failed.error or "")
     assert session.status is SessionStatus.READY and session.steps == []
-    assert any(e.update.get("message", "").endswith("500") for e in events)
+    assert any(isinstance(e, StatusChanged) and (e.message or "").endswith("500") for e in events)
     assert (await runtime.step(session.session_id)).final_answer == "ok"
 
 

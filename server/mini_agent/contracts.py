@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge, Gt, Le
+
+# Each default the daemon's options and its parts share, written once.
+TOOL_TIMEOUT_SEC = 30.0  # a tool call, and loading a tool file
+MAX_OUTPUT_BYTES = 65536  # a tool's output beyond this is cut and flagged `truncated`
+MAX_STEPS = 20  # model turns per session
 
 ToolMode = Literal["react", "native", "json", "auto"]
 TOOL_MODES: tuple[ToolMode, ...] = ("react", "native", "json", "auto")
@@ -145,17 +152,21 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True)
 class LLMConfig:
+    """The model settings, declared once: the daemon's and a session's `llm` options are this with
+    every field optional (`params.LLMParams`), and the bounds below are what those options accept."""
+
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "default"
     api_key: str | None = None
     tool_mode: ToolMode = "react"
-    temperature: float = 0.0
-    max_tokens: int = 1024
+    temperature: Annotated[float, Ge(0), Le(2)] = 0.0
+    max_tokens: Annotated[int, Ge(1)] = 1024
     stream: bool = True
-    max_retries: int = 3
-    timeout_sec: float = 120.0  # the longest silence while connecting or reading
-    request_timeout_sec: float = 600.0  # the whole request, retries included
-    max_reply_bytes: int = 8 * 1024 * 1024  # bytes read off one reply before it is refused
+    max_retries: Annotated[int, Ge(0), Le(10)] = 3
+    timeout_sec: Annotated[float, Gt(0)] = 120.0  # the longest silence while connecting or reading
+    request_timeout_sec: Annotated[float, Gt(0)] = 600.0  # the whole request, retries included
+    # bytes read off one reply before it is refused
+    max_reply_bytes: Annotated[int, Ge(1024)] = 8 * 1024 * 1024
 
 
 class LLMError(Exception):

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from . import wire
-from .contracts import LLMConfig, ToolCall, ToolSpec
+from .contracts import LLMConfig, SessionStatus, ToolCall, ToolSpec
+from .events import AgentEvent, StatusChanged, ThoughtChunk
 from .llm.client import OpenAICompatibleClient
-from .params import InitOptions, StartSessionParams
-from .runtime import AgentRuntime, AgentUpdate
+from .params import InitOptions, RegisterToolParams, StartSessionParams
+from .runtime import AgentRuntime
 from .session import AgentConfig, AgentSession, Decision
 from .store import SessionRow, SqliteStore, StoreError
-from .tools import ToolRegistry
+from .tools import RegistrationError, ToolRegistry
 from .tools.mcp import McpSource
 
 log = logging.getLogger(__name__)
@@ -47,13 +48,14 @@ class Daemon:
         self.store_error: str | None = None
         self.store = self._open_store(options) if options.store.enabled else None
         self.llm = OpenAICompatibleClient()
+        llm = options.llm.apply(LLMConfig())
         self.registry = ToolRegistry(
             root,
             timeout_sec=options.tools.timeout_sec,
             max_output_bytes=options.tools.max_output_bytes,
             max_memory_mb=options.tools.max_memory_mb,
             inherit_secrets=options.tools.inherit_secrets,
-            secret_values=[options.llm.api_key or ""],
+            secret_values=[llm.api_key or ""],
             client_caller=self._call_client_tool,
         )
         self.mcp = McpSource(
@@ -66,7 +68,6 @@ class Daemon:
         )
         self.registry.attach(self.mcp)
         self._mcp_releases: set[asyncio.Task[None]] = set()
-        llm = options.llm.apply(LLMConfig())
         keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
         defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
         if options.system_prompt is not None:
@@ -80,10 +81,10 @@ class Daemon:
             store=self.store,
             keys=keys,
         )
-        self._watchers: dict[str, list[Callable[[AgentUpdate], None]]] = {}
+        self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
         self._thought_parts: dict[tuple[str, int], list[str]] = {}
 
-    def watch(self, session_id: str, callback: Callable[[AgentUpdate], None]) -> Callable[[], None]:
+    def watch(self, session_id: str, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
         """Also send a session's updates to `callback` (e.g. a $/progress reporter); returns the undo."""
         callbacks = self._watchers.setdefault(session_id, [])
         callbacks.append(callback)
@@ -118,6 +119,35 @@ class Daemon:
         if self.tool_list():
             self.tools_changed(persist=False)
         return problems
+
+    async def register_tool(self, p: RegisterToolParams) -> list[ToolSpec]:
+        """A workspace file's functions, or a tool the client runs itself; then tell every client."""
+        if p.client:
+            if p.name is None or p.input_schema is None:
+                raise RegistrationError("a client tool needs name, description and inputSchema")
+            register = self.registry.register_client_tool
+            specs = [
+                register(p.name, p.description or "", p.input_schema, requires_approval=p.requires_approval)
+            ]
+        else:
+            if p.path is None:
+                raise RegistrationError("path is required (or client: true with name and inputSchema)")
+            specs = await self.registry.register_file(
+                p.path,
+                function=p.function,
+                name=p.name,
+                description=p.description,
+                requires_approval=p.requires_approval,
+                idempotent=p.idempotent,
+                timeout_sec=p.timeout_sec,
+            )
+        self.tools_changed()
+        return specs
+
+    async def reload(self, path: str) -> None:
+        """A saved file that backs registered tools is reflected again, and every client told."""
+        if await self.registry.reload(path) is not None:
+            self.tools_changed()
 
     async def trust(self) -> list[str]:
         """The user trusts the workspace: import the registrations held back; returns the problems."""
@@ -179,8 +209,7 @@ class Daemon:
         except Exception:  # not a session (yet, or any more): the log has it
             log.warning("%s", message)
             return
-        update = {"kind": "status", "status": session.status.value, "message": message}
-        self._send(AgentUpdate(session_id, len(session.steps), update))
+        self._send(StatusChanged(session_id, len(session.steps), session.status, message=message))
 
     def _release_mcp(self, session_id: str) -> None:
         task = asyncio.get_running_loop().create_task(self.mcp.release(session_id))
@@ -210,34 +239,33 @@ class Daemon:
 
     def load_session(self, session_id: str) -> int:
         """Replay a stored trajectory as agent/update notifications; returns how many were sent."""
-        updates = self.runtime.replay(session_id)
-        for update in updates:
-            self._send(update)
-        return len(updates)
+        events = self.runtime.replay(session_id)
+        for event in events:
+            self._send(event)
+        return len(events)
 
-    def _on_update(self, update: AgentUpdate) -> None:
+    def _on_update(self, event: AgentEvent) -> None:
         """Thought deltas that arrive together (one network read often holds many SSE events) go out as
         one notification at the next turn of the loop; anything else first flushes them, keeping order."""
-        if update.update["kind"] == "agent_thought_chunk":
+        if isinstance(event, ThoughtChunk):
             if not self._thought_parts:
                 asyncio.get_running_loop().call_soon(self._flush_thoughts)
-            self._thought_parts.setdefault((update.session_id, update.step), []).append(update.update["text"])
+            self._thought_parts.setdefault((event.session_id, event.step), []).append(event.text)
             return
         self._flush_thoughts()
-        self._send(update)
+        self._send(event)
 
     def _flush_thoughts(self) -> None:
         parts, self._thought_parts = self._thought_parts, {}
         for (session_id, step), texts in parts.items():
-            self._send(AgentUpdate(session_id, step, {"kind": "agent_thought_chunk", "text": "".join(texts)}))
+            self._send(ThoughtChunk(session_id, step, "".join(texts)))
 
-    def _send(self, update: AgentUpdate) -> None:
-        if update.update["kind"] == "status" and update.update.get("status") == "finished":
-            self._release_mcp(update.session_id)
-        params = {"sessionId": update.session_id, "step": update.step, "update": update.update}
-        self._notify("agent/update", params)
-        for callback in list(self._watchers.get(update.session_id, ())):
-            callback(update)
+    def _send(self, event: AgentEvent) -> None:
+        if isinstance(event, StatusChanged) and event.status is SessionStatus.FINISHED:
+            self._release_mcp(event.session_id)
+        self._notify("agent/update", wire.update_params(event))
+        for callback in list(self._watchers.get(event.session_id, ())):
+            callback(event)
 
     async def request_permission(
         self, session: AgentSession, call: ToolCall, spec: ToolSpec

@@ -6,12 +6,14 @@ every refusal names the field, so the daemon can answer -32602 with a message a 
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+import dataclasses
+from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 from pydantic.alias_generators import to_camel
 
-from .contracts import LLMConfig, ToolMode
+from .contracts import MAX_OUTPUT_BYTES, MAX_STEPS, TOOL_TIMEOUT_SEC, LLMConfig
+from .errors import AgentError
 from .redact import hide_secret
 from .session import Decision
 
@@ -20,20 +22,8 @@ class Params(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", strict=True)
 
 
-class LLMParams(Params):
-    base_url: str | None = None
-    model: str | None = None
-    api_key: str | None = None
-    tool_mode: ToolMode | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
-    stream: bool | None = None
-    max_retries: int | None = Field(default=None, ge=0, le=10)
-    timeout_sec: float | None = Field(default=None, gt=0)
-    request_timeout_sec: float | None = Field(default=None, gt=0)
-    max_reply_bytes: int | None = Field(default=None, ge=1024)
-
-    @field_validator("api_key")
+class _LLMParams(Params):
+    @field_validator("api_key", check_fields=False)
     @classmethod
     def _hidden(cls, value: str | None) -> str | None:
         """Any key a client hands over is masked in the log from then on."""
@@ -42,13 +32,24 @@ class LLMParams(Params):
 
     def apply(self, base: LLMConfig) -> LLMConfig:
         """`base` with every field this object sets."""
-        changes = {key: value for key, value in self.model_dump().items() if value is not None}
-        return LLMConfig(**{**_fields(base), **changes})
+        return dataclasses.replace(base, **self.model_dump(exclude_none=True))
+
+
+def _all_optional(config: type[LLMConfig]) -> dict[str, Any]:
+    """Each field of `config` as an optional field (None: not set), keeping its type and bounds."""
+    hints = get_type_hints(config, include_extras=True)
+    return {f.name: (Optional[hints[f.name]], None) for f in dataclasses.fields(config)}  # noqa: UP045
+
+
+if TYPE_CHECKING:
+    LLMParams = _LLMParams
+else:
+    LLMParams = create_model("LLMParams", __base__=_LLMParams, **_all_optional(LLMConfig))
 
 
 class ToolOptions(Params):
-    timeout_sec: float = Field(default=30.0, gt=0)
-    max_output_bytes: int = Field(default=65536, ge=1024)
+    timeout_sec: float = Field(default=TOOL_TIMEOUT_SEC, gt=0)
+    max_output_bytes: int = Field(default=MAX_OUTPUT_BYTES, ge=1024)
     max_memory_mb: int = Field(default=1024, ge=0, alias="maxMemoryMB")  # per tool host; 0: no limit
     inherit_secrets: bool = False  # pass the model's key variables to tools too
 
@@ -91,7 +92,7 @@ class InitOptions(Params):
     llm: LLMParams = Field(default_factory=LLMParams)
     tools: ToolOptions = Field(default_factory=ToolOptions)
     store: StoreOptions = Field(default_factory=StoreOptions)
-    max_steps: int = Field(default=20, ge=1, le=1000)
+    max_steps: int = Field(default=MAX_STEPS, ge=1, le=1000)
     system_prompt: str | None = None
     # Until the client says so (the editor's workspace trust), stored tool registrations are not imported.
     workspace_trusted: bool = False
@@ -155,11 +156,11 @@ class ListSessionsParams(Params):
 P = TypeVar("P", bound=Params)
 
 
-class InvalidParams(ValueError):
+class InvalidParams(AgentError, ValueError):
     """Params that do not fit the method; `errors` has one line per problem."""
 
     def __init__(self, method: str, errors: list[str]) -> None:
-        super().__init__(f"Invalid params for {method}: " + "; ".join(errors))
+        super().__init__(f"Invalid params for {method}: " + "; ".join(errors), errors=errors)
         self.errors = errors
 
 
@@ -173,7 +174,3 @@ def parse(method: str, raw: Any, model: type[P]) -> P:
 def _describe(error: Any) -> str:
     where = ".".join(str(part) for part in error["loc"]) or "params"
     return f"{where}: {error['msg']}"
-
-
-def _fields(config: LLMConfig) -> dict[str, Any]:
-    return {name: getattr(config, name) for name in config.__dataclass_fields__}

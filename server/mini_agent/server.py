@@ -8,13 +8,11 @@ agent request arrives, so `initialize` is answered as fast as a bare pygls serve
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import sys
 import threading
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
@@ -38,6 +36,7 @@ from pygls.uris import to_fs_path
 
 from . import __version__
 from .contracts import TOOL_MODES
+from .progress import cancellable, progress, server_token
 
 if TYPE_CHECKING:
     from cattrs import Converter
@@ -54,7 +53,6 @@ if TYPE_CHECKING:
         StartSessionParams,
         StepParams,
     )
-    from .runtime import AgentUpdate
 
 log = logging.getLogger("mini_agent")
 T = TypeVar("T")
@@ -76,8 +74,6 @@ METHODS = (
     "agent/deleteSession",
     "agent/trustWorkspace",
 )
-SESSION_ERROR = -32001  # a valid request the session cannot take now (busy)
-STORE_ERROR = -32003  # the session store failed (corrupt, locked); the message names the file
 
 
 class _Rejected:
@@ -303,76 +299,27 @@ def method(name: str, model: str) -> Callable[[Handler], Handler]:
 
 
 def _map_error(exc: Exception) -> JsonRpcException:
-    from .params import InvalidParams
-    from .runtime import SessionBusy, SessionFinished, UnknownSession, UnknownToolCall
-    from .store import StoreError
-    from .tools import RegistrationError
+    """The one domain error type, as JSON-RPC: its code, its message, `data.reason` and its details."""
+    from pydantic.alias_generators import to_camel
 
-    if isinstance(exc, InvalidParams):
-        return JsonRpcInvalidParams(str(exc), data={"errors": exc.errors})
-    if isinstance(exc, UnknownSession):
-        return JsonRpcInvalidParams(str(exc), data={"reason": "unknown_session", "sessionId": exc.session_id})
-    if isinstance(exc, SessionFinished):
-        return JsonRpcInvalidParams(
-            str(exc), data={"reason": "session_finished", "sessionId": exc.session_id}
-        )
-    if isinstance(exc, SessionBusy):
-        return JsonRpcException(
-            code=SESSION_ERROR, message=str(exc), data={"reason": "session_busy", "sessionId": exc.session_id}
-        )
-    if isinstance(exc, RegistrationError | UnknownToolCall):
-        return JsonRpcInvalidParams(str(exc))
-    if isinstance(exc, StoreError):
-        return JsonRpcException(
-            code=STORE_ERROR, message=str(exc), data={"reason": "store", "path": str(exc.path)}
-        )
-    raise exc
+    from .errors import AgentError
+
+    if not isinstance(exc, AgentError):
+        raise exc
+    data = {"reason": exc.reason, **{to_camel(key): value for key, value in exc.details.items()}}
+    return JsonRpcException(code=exc.code, message=str(exc), data=data)
 
 
-async def _cancellable(work: Awaitable[T], cancel: Callable[[], object]) -> T:
-    """Turn `$/cancelRequest` into a graceful stop: the step answers stopReason "cancelled".
-
-    A shutdown is not a cancel: then the request is dropped and the session is left as it is.
-    """
-    task = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        if server.shutting_down:
-            raise
-        cancel()
-        current = asyncio.current_task()
-        if current is not None:
-            current.uncancel()
-        return await task
+def _stopping() -> bool:
+    """A shutdown is not a cancel: then a request is dropped and its session left as it is."""
+    return server.shutting_down
 
 
 @method("agent/registerTool", "RegisterToolParams")
 async def register_tool(daemon: Daemon, p: RegisterToolParams) -> dict[str, Any]:
     from . import wire
-    from .tools import RegistrationError
 
-    if p.client:
-        if p.name is None or p.input_schema is None:
-            raise RegistrationError("a client tool needs name, description and inputSchema")
-        specs = [
-            daemon.registry.register_client_tool(
-                p.name, p.description or "", p.input_schema, requires_approval=p.requires_approval
-            )
-        ]
-    else:
-        if p.path is None:
-            raise RegistrationError("path is required (or client: true with name and inputSchema)")
-        specs = await daemon.registry.register_file(
-            p.path,
-            function=p.function,
-            name=p.name,
-            description=p.description,
-            requires_approval=p.requires_approval,
-            idempotent=p.idempotent,
-            timeout_sec=p.timeout_sec,
-        )
-    daemon.tools_changed()
+    specs = await daemon.register_tool(p)
     return {"tools": [wire.tool_spec(spec) for spec in specs]}
 
 
@@ -405,10 +352,10 @@ async def step(daemon: Daemon, p: StepParams) -> dict[str, Any]:
 
     runtime = daemon.runtime
     session = runtime.get(p.session_id)
-    async with _progress(
-        daemon, p.session_id, p.work_done_token, f"mini-agent step {len(session.steps) + 1}"
-    ):
-        record = await _cancellable(runtime.step(p.session_id), lambda: runtime.cancel(p.session_id))
+    title = f"mini-agent step {len(session.steps) + 1}"
+    async with progress(server, daemon, p.session_id, p.work_done_token, title):
+        work = runtime.step(p.session_id)
+        record = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
     return wire.step_result(runtime.get(p.session_id), record)
 
 
@@ -417,11 +364,11 @@ async def run(daemon: Daemon, p: RunParams) -> dict[str, Any]:
     from . import wire
 
     runtime = daemon.runtime
-    token = p.work_done_token if p.work_done_token is not None else await _server_progress_token()
-    async with _progress(daemon, p.session_id, token, f"mini-agent: {runtime.get(p.session_id).task[:60]}"):
-        summary = await _cancellable(
-            runtime.run(p.session_id, max_steps=p.max_steps), lambda: runtime.cancel(p.session_id)
-        )
+    token = p.work_done_token if p.work_done_token is not None else await server_token(server)
+    title = f"mini-agent: {runtime.get(p.session_id).task[:60]}"
+    async with progress(server, daemon, p.session_id, token, title):
+        work = runtime.run(p.session_id, max_steps=p.max_steps)
+        summary = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
     session = summary.session
     return {
         "sessionId": session.session_id,
@@ -433,59 +380,6 @@ async def run(daemon: Daemon, p: RunParams) -> dict[str, Any]:
         "error": summary.last.error,
         "usage": wire.usage(session.usage),
     }
-
-
-async def _server_progress_token() -> str | None:
-    """A token of our own when the client can show server-initiated progress (LSP window capability)."""
-    window = server.client_capabilities.window
-    if window is None or not window.work_done_progress:
-        return None
-    token = f"mini-agent-{uuid.uuid4().hex[:12]}"
-    try:
-        await server.work_done_progress.create_async(token)
-    except Exception:  # the client refused: run without a spinner
-        return None
-    return token
-
-
-@contextlib.asynccontextmanager
-async def _progress(
-    daemon: Daemon, session_id: str, token: str | int | None, title: str
-) -> AsyncIterator[None]:
-    """Mirror a session's updates as standard $/progress begin/report/end, one short line each."""
-    if token is None:
-        yield
-        return
-    progress = server.work_done_progress
-    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting"))
-    last: dict[str, str] = {"message": "done"}
-
-    def report(update: AgentUpdate) -> None:
-        message = _progress_line(update)
-        if message is not None:
-            last["message"] = message
-            progress.report(token, types.WorkDoneProgressReport(message=message))
-
-    unwatch = daemon.watch(session_id, report)
-    try:
-        yield
-    finally:
-        unwatch()
-        progress.end(token, types.WorkDoneProgressEnd(message=last["message"]))
-
-
-def _progress_line(update: AgentUpdate) -> str | None:
-    body, step_no = update.update, update.step + 1
-    kind = body["kind"]
-    if kind == "tool_call":
-        return f"step {step_no} · {body['name']} …"
-    if kind == "status" and body.get("status") == "running":
-        return f"step {step_no} · thinking …"
-    if kind == "status" and body.get("status") == "awaiting_approval":
-        return f"step {step_no} · waiting for approval"
-    if kind == "status" and body.get("stopReason"):
-        return f"{body['stopReason']}" + (f": {body['message']}" if body.get("message") else "")
-    return None
 
 
 @method("agent/cancel", "SessionParams")
@@ -552,8 +446,7 @@ async def _reload(ls: AgentServer, uri: str) -> None:
     if path is None or ls._daemon is None:
         return
     try:
-        if await ls.daemon.registry.reload(path) is not None:
-            ls.daemon.tools_changed()
+        await ls.daemon.reload(path)
     except Exception as exc:  # a broken save must not take the daemon down
         log.warning("reloading %s failed: %s", path, exc)
         ls.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"reload {path}: {exc}"))

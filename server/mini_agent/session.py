@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from .contracts import (
+    MAX_STEPS,
     LLMConfig,
     Message,
     Observation,
@@ -55,7 +56,7 @@ class Decision(StrEnum):
 @dataclass(frozen=True, slots=True)
 class AgentConfig:
     llm: LLMConfig = field(default_factory=LLMConfig)
-    max_steps: int = 20
+    max_steps: int = MAX_STEPS
     loop_threshold: int = 3
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
 

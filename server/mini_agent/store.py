@@ -12,7 +12,6 @@ A lease row per session keeps two daemons on one workspace from stepping the sam
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import socket
@@ -21,91 +20,45 @@ import stat
 import sys
 import threading
 import time
-import types
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
-from enum import Enum
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin, get_type_hints, overload
+from typing import Any
 
 from .contracts import Message, Role, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
+from .errors import STORE_FAILED, AgentError
 from .session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord, StoreUnavailable
+from .store_codec import dumps as _dumps
+from .store_codec import from_sql as _str
+from .store_codec import loads as _loads
+from .store_codec import sql_text as _text
+from .store_diff import Written as _Written
+from .store_diff import continues as _continues
+from .store_diff import digest as _digest
+from .store_diff import header as _header
+from .store_diff import step_rows as _step_rows
+from .store_diff import unchanged as _unchanged
+from .store_diff import update_header as _update_header
+from .store_schema import HEADER, INSERT_MESSAGE, MIGRATIONS, SUMMARY, UPSERT_SESSION, UPSERT_STEP
 
 STORE_DIR = ".mini-agent"
 STORE_FILE = "sessions.db"
 FIX_HINT = "set initializationOptions.store.path to use another file"
 
-# Migration i (0-based) takes `PRAGMA user_version` from i to i + 1; never edit a released one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE sessions (
-            id TEXT PRIMARY KEY,
-            task TEXT NOT NULL,
-            status TEXT NOT NULL,
-            stop_reason TEXT,
-            final_answer TEXT,
-            prompt_tokens INTEGER NOT NULL,
-            completion_tokens INTEGER NOT NULL,
-            cached_tokens INTEGER NOT NULL,
-            standing TEXT NOT NULL,
-            pending TEXT NOT NULL,
-            step_count INTEGER NOT NULL,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            config TEXT NOT NULL,
-            tools TEXT NOT NULL)""",
-        "CREATE INDEX sessions_by_update ON sessions (updated_at)",
-        "CREATE INDEX sessions_by_status ON sessions (status, updated_at)",
-        """CREATE TABLE messages (
-            session_id TEXT NOT NULL,
-            seq INTEGER NOT NULL,
-            role TEXT NOT NULL,
-            content TEXT NOT NULL,
-            tool_calls TEXT,
-            tool_call_id TEXT,
-            name TEXT,
-            PRIMARY KEY (session_id, seq)) WITHOUT ROWID""",
-        """CREATE TABLE steps (
-            session_id TEXT NOT NULL,
-            idx INTEGER NOT NULL,
-            record TEXT NOT NULL,
-            PRIMARY KEY (session_id, idx)) WITHOUT ROWID""",
-        """CREATE TABLE leases (
-            session_id TEXT PRIMARY KEY,
-            owner TEXT NOT NULL,
-            pid INTEGER NOT NULL,
-            process TEXT NOT NULL,
-            host TEXT NOT NULL,
-            heartbeat REAL NOT NULL)""",
-        "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    ),
-)
-
-# The header columns in the order `_header` gives them; it adds the session id after them.
-HEADER = ("task", "status", "stop_reason", "final_answer", "prompt_tokens", "completion_tokens",
-          "cached_tokens", "standing", "pending", "step_count", "created_at", "updated_at")
-SUMMARY = ("id", "task", "status", "stop_reason", "final_answer", "step_count", "prompt_tokens",
-           "completion_tokens", "cached_tokens", "created_at", "updated_at")
-
-_SETUP = (*HEADER, "config", "tools")
-UPSERT_SESSION = (
-    f"INSERT INTO sessions ({', '.join(_SETUP)}, id) VALUES ({', '.join('?' * (len(_SETUP) + 1))})"
-    f" ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _SETUP)}"
-)
-INSERT_MESSAGE = "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)"
-UPSERT_STEP = "INSERT INTO steps VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET record = excluded.record"
-
 # Tells a lease left by an earlier process that had our pid (a restarted container) from our own.
 PROCESS_TOKEN = uuid.uuid4().hex
 
 
-class StoreError(StoreUnavailable):
+class StoreError(AgentError, StoreUnavailable):
     """The session store cannot be used; the message names the file and what to do about it."""
 
+    code = STORE_FAILED
+    reason = "store"
+
     def __init__(self, message: str, path: Path) -> None:
-        super().__init__(message)
+        super().__init__(message, path=str(path))
         self.path = path
 
 
@@ -132,19 +85,6 @@ class Lease:
     process: str
     host: str
     heartbeat: float
-
-
-@dataclass(slots=True)
-class _Written:
-    """What the store already holds for a session, so the next save writes only the difference."""
-
-    messages: int
-    steps: int
-    last_step: bytes  # digest of the newest step's JSON: the only step still changing
-    header: tuple[Any, ...]
-    config: AgentConfig
-    tools: list[ToolSpec]
-    version: int  # PRAGMA data_version then: it moves when another connection commits anything
 
 
 SessionPage = tuple[list[SessionRow], int]
@@ -477,74 +417,6 @@ def _data_version(conn: sqlite3.Connection) -> int:
     return version
 
 
-def _header(session: AgentSession) -> tuple[Any, ...]:
-    usage = session.usage
-    return (
-        _text(session.task), session.status.value, _value(session.stop_reason), _text(session.final_answer),
-        usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
-        _dumps(session.standing_decisions), _dumps(session.pending), len(session.steps),
-        session.created_at, session.updated_at, session.session_id,
-    )
-
-
-def _update_header(conn: sqlite3.Connection, header: tuple[Any, ...], before: tuple[Any, ...]) -> bool:
-    """Set only the columns that changed: naming an indexed column (status, updated_at) in an UPDATE
-    rewrites its index entries even when the value is the same. False when the row is gone."""
-    changed = [n for n in range(len(HEADER)) if header[n] != before[n]]
-    if not changed:
-        return True
-    columns = ", ".join(f"{HEADER[n]} = ?" for n in changed)
-    values = [header[n] for n in changed]
-    return conn.execute(f"UPDATE sessions SET {columns} WHERE id = ?", (*values, header[-1])).rowcount > 0
-
-
-def _continues(session: AgentSession, mark: _Written) -> bool:
-    return (len(session.messages) >= mark.messages and len(session.steps) >= mark.steps
-            and (session.config is mark.config or session.config == mark.config)
-            and session.tools == mark.tools)  # a list compares its items by identity first
-
-
-def _unchanged(session: AgentSession, mark: _Written, header: tuple[Any, ...], steps: list[Any]) -> bool:
-    return not steps and header == mark.header and len(session.messages) == mark.messages
-
-
-def _step_rows(session: AgentSession, mark: _Written | None) -> tuple[list[tuple[str, int, str]], bytes]:
-    """Steps to write — every step new since `mark`, and the last one written if it changed since —
-    and the digest of the newest step."""
-    start = 0 if mark is None else max(mark.steps - 1, 0)
-    rows, digest = [], b""
-    for idx in range(start, len(session.steps)):
-        record = _dumps(session.steps[idx])
-        digest = _digest(record)
-        if mark is None or idx >= mark.steps or digest != mark.last_step:
-            rows.append((session.session_id, idx, record))
-    return rows, digest
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.sha256(text.encode()).digest()  # twice blake2b's speed on CPUs with SHA instructions
-
-
-def _text(value: str | None) -> str | bytes | None:
-    """A string with lone surrogates (a tool's undecodable file name, a JSON "\\udc80") is not valid
-    UTF-8, so SQLite cannot take it as TEXT; it goes in as a BLOB that `_str` turns back into it."""
-    if value is None or value.isascii():
-        return value
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass")
-    return value
-
-
-@overload
-def _str(value: str | bytes) -> str: ...
-@overload
-def _str(value: None) -> None: ...
-def _str(value: str | bytes | None) -> str | None:
-    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
-
-
 def _message_rows(sid: str, messages: list[Message], first: int) -> Iterator[tuple[Any, ...]]:
     for seq in range(first, len(messages)):
         m = messages[seq]
@@ -588,96 +460,3 @@ def _row(values: tuple[Any, ...]) -> SessionRow:
 
 def _lease(row: tuple[Any, ...] | None) -> Lease | None:
     return Lease(*row) if row is not None else None
-
-
-def _value(member: Enum | None) -> Any:
-    return member.value if member is not None else None
-
-
-# -- dataclasses <-> JSON -----------------------------------------------------------------------
-# JSON keeps ints and floats apart and prints floats with repr, so numbers come back exactly.
-
-_FIELDS: dict[type, tuple[str, ...]] = {}
-Decoder = Callable[[Any], Any]
-_DECODERS: dict[Any, Decoder] = {}
-
-
-def _default(value: Any) -> Any:
-    """What JSON holds for a value the json module cannot write itself: an enum its value, a set its
-    items sorted, a dataclass an object of its fields. The json module's C encoder walks the rest."""
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, set | frozenset):
-        return sorted(_encode(item) for item in value)
-    kind = type(value)
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = _FIELDS[kind] = tuple(f.name for f in fields(value))  # TypeError for anything else
-    return {name: getattr(value, name) for name in names}
-
-
-# check_circular is off: history holds no cycles, and one would still end in RecursionError.
-_RAW = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default, check_circular=False)
-_ESCAPED = json.JSONEncoder(separators=(",", ":"), default=_default, check_circular=False)
-
-
-_EMPTY: dict[type, str] = {dict: "{}", list: "[]"}  # a session's decisions and approvals, nearly always
-
-
-def _dumps(value: Any) -> str:
-    if not value and type(value) in _EMPTY:
-        return _EMPTY[type(value)]
-    text = _RAW.encode(value)
-    if _text(text) is text:
-        return text
-    return _ESCAPED.encode(value)  # \udc80 escapes survive where raw surrogates cannot
-
-
-def _loads(kind: Any, text: str) -> Any:
-    return _decoder(kind)(json.loads(text))
-
-
-_PLAIN = frozenset({str, int, float, bool, type(None)})
-
-
-def _encode(value: Any) -> Any:
-    """The JSON value `_dumps` writes for `value`, as Python data: a set sorts its items by it."""
-    if type(value) in _PLAIN:  # exact types: an enum member is never plain
-        return value
-    if isinstance(value, dict):
-        return {key: _encode(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encode(item) for item in value]
-    return _encode(_default(value))
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _decoder(kind: Any) -> Decoder:
-    """A function that rebuilds a `kind` (dataclass, enum, container, Optional) from its JSON form;
-    built once per type, since loading a session decodes hundreds of values."""
-    found = _DECODERS.get(kind)
-    if found is None:
-        found = _DECODERS[kind] = _build_decoder(kind)
-    return found
-
-
-def _build_decoder(kind: Any) -> Decoder:
-    origin, args = get_origin(kind), get_args(kind)
-    if origin is Union or origin is types.UnionType:
-        (inner,) = [_decoder(arg) for arg in args if arg is not type(None)]
-        return lambda value: None if value is None else inner(value)
-    if origin in (list, set, frozenset, tuple):
-        item = _decoder(args[0])
-        return lambda value: origin(map(item, value))
-    if origin is dict:
-        element = _decoder(args[1])
-        return _same if element is _same else lambda value: {key: element(v) for key, v in value.items()}
-    if isinstance(kind, type) and issubclass(kind, Enum):
-        return kind
-    if isinstance(kind, type) and hasattr(kind, "__dataclass_fields__"):
-        hints = {name: _decoder(hint) for name, hint in get_type_hints(kind).items()}
-        return lambda value: kind(**{name: hints[name](v) for name, v in value.items() if name in hints})
-    return _same  # str, int, float, bool, Any, Literal: JSON holds them as they were

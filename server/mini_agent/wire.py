@@ -1,15 +1,68 @@
-"""Domain values as the protocol's camelCase JSON (docs/protocol.md is the reference).
+"""Domain values and events as the LSP door's camelCase JSON (docs/protocol.md is the reference).
 
-Pure mapping, both directions where the store or a client needs it; no JSON-RPC here.
+Pure mapping; no JSON-RPC framing here. Another front door (ACP) maps the same events in its own module.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 from .contracts import Observation, TokenUsage, ToolCall, ToolSpec
+from .events import (
+    AgentEvent,
+    AnswerChunk,
+    StatusChanged,
+    ThoughtChunk,
+    ToolCallFinished,
+    ToolCallPending,
+    ToolCallStarted,
+    UsageReported,
+)
 from .session import AgentSession, PendingApproval, StepRecord
 from .store import SessionRow
+
+
+def update_body(event: AgentEvent) -> dict[str, Any]:
+    """An event as the `update` of an `agent/update` notification, `kind` first."""
+    match event:
+        case ThoughtChunk(text=text):
+            return {"kind": "agent_thought_chunk", "text": text}
+        case AnswerChunk(text=text):
+            return {"kind": "agent_message_chunk", "text": text}
+        case ToolCallPending(call=call):
+            return {
+                "kind": "tool_call",
+                "toolCallId": call.id,
+                "title": call.name,
+                "status": "pending",
+                **tool_call(call),
+            }
+        case ToolCallStarted(call_id=call_id):
+            return {"kind": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+        case ToolCallFinished(observation=obs):
+            status = "failed" if obs.is_error else "completed"
+            return {
+                "kind": "tool_call_update",
+                "toolCallId": obs.call_id,
+                "status": status,
+                "observation": observation(obs),
+            }
+        case UsageReported(usage=step, total=total):
+            return {"kind": "usage_update", "usage": usage(step), "total": usage(total)}
+        case StatusChanged(status=status, stop_reason=stop_reason, message=message):
+            body: dict[str, Any] = {"kind": "status", "status": status.value}
+            if stop_reason is not None:
+                body["stopReason"] = stop_reason.value
+            if message:
+                body["message"] = message
+            return body
+        case _:
+            assert_never(event)
+
+
+def update_params(event: AgentEvent) -> dict[str, Any]:
+    """The params of the `agent/update` notification that carries `event`."""
+    return {"sessionId": event.session_id, "step": event.step, "update": update_body(event)}
 
 
 def usage(value: TokenUsage) -> dict[str, int]:
@@ -18,10 +71,6 @@ def usage(value: TokenUsage) -> dict[str, int]:
         "completionTokens": value.completion_tokens,
         "cachedTokens": value.cached_tokens,
     }
-
-
-def usage_update(step: TokenUsage, total: TokenUsage) -> dict[str, Any]:
-    return {"usage": usage(step), "total": usage(total)}
 
 
 def tool_call(call: ToolCall) -> dict[str, Any]:
@@ -34,10 +83,6 @@ def tool_call(call: ToolCall) -> dict[str, Any]:
     if call.parse_error is not None:
         out["parseError"] = call.parse_error
     return out
-
-
-def tool_call_event(call: ToolCall, status: str) -> dict[str, Any]:
-    return {"toolCallId": call.id, "title": call.name, "status": status, **tool_call(call)}
 
 
 def observation(obs: Observation) -> dict[str, Any]:

@@ -1,8 +1,7 @@
-"""The model port's HTTP side: an OpenAI-compatible chat-completions client on aiohttp.
+"""The model port's HTTP side: an OpenAI-compatible chat-completions client.
 
-One client serves every session of a daemon: one aiohttp session (keep-alive, so a step costs one
-request on a warm connection), created on first use because importing aiohttp costs a quarter of a
-second the daemon should not spend before answering `initialize`.
+One client serves every session of a daemon, over one transport (`transport.py`: aiohttp with
+keep-alive by default, a fake in unit tests).
 
 The tool modes differ only in how the request is built and how the reply is read; the
 transport — streaming, stop strings, retries, errors — is shared. A streamed completion is cut at
@@ -17,12 +16,10 @@ import email.utils
 import json
 import random
 import re
-import socket
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..contracts import (
     LLMConfig,
@@ -31,16 +28,26 @@ from ..contracts import (
     Message,
     Role,
     TextSink,
-    TokenUsage,
     ToolCall,
     ToolMode,
     ToolSpec,
 )
 from . import jsonmode, react
-from .stream import SSEDecoder, StopScanner, cut_at_stop
-
-if TYPE_CHECKING:
-    import aiohttp
+from .replies import (
+    BODY_SNIPPET,
+    BadReply,
+    Completion,
+    OverLimit,
+    RawCall,
+    Sink,
+    StreamCut,
+    error_text,
+    read_bounded,
+    read_prefix,
+    read_stream,
+    read_whole,
+)
+from .transport import AiohttpTransport, Transport, TransportError
 
 # Words in an error body that say the server cannot take the `tools` field.
 _TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)
@@ -48,9 +55,7 @@ _TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)
 _FORMAT_REFUSAL = re.compile(r"response_format|json_schema", re.IGNORECASE)
 # What auto mode tries, in order; a server that refuses one is asked in the next, and that is remembered.
 _AUTO_ORDER: tuple[ToolMode, ...] = ("native", "json", "react")
-_BODY_SNIPPET = 300
 _ERROR_BODY_LIMIT = 64 * 1024  # of an error page: enough for the server's own message
-_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
 _REPOINT = (
     " Start the model server, or point mini-agent at a running one: set OPENAI_BASE_URL, pass"
     " --base-url to the CLI, or change the editor's base URL setting (miniAgent.baseUrl in VS Code,"
@@ -58,26 +63,9 @@ _REPOINT = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _RawCall:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(slots=True)
-class _Completion:
-    """One reply as the wire gave it, before any mode reads meaning into it."""
-
-    text: str
-    calls: list[_RawCall]
-    usage: TokenUsage
-    finish_reason: str | None
-
-
 class _HTTPStatusError(Exception):
     def __init__(self, status: int, body: str, retry_after: float | None) -> None:
-        super().__init__(f"HTTP {status}: {body[:_BODY_SNIPPET]}")
+        super().__init__(f"HTTP {status}: {body[:BODY_SNIPPET]}")
         self.status = status
         self.body = body
         self.retry_after = retry_after
@@ -99,14 +87,6 @@ class _HTTPStatusError(Exception):
         return self.status in (400, 422) or bool(_FORMAT_REFUSAL.search(self.body))
 
 
-class _StreamCut(Exception):
-    """The stream ended with neither `[DONE]` nor a finish_reason: the server gave up mid-reply."""
-
-
-class _OverLimit(Exception):
-    """The reply broke one of our own bounds (size, tokens); retrying would only repeat it."""
-
-
 class _Refused(Exception):
     """The server refused what this mode needs from it; auto mode tries the next mode."""
 
@@ -119,23 +99,6 @@ class _FormatRejected(_Refused):
     pass
 
 
-class _BadReply(Exception):
-    """The server answered, but not with a chat completion (or it reported an error inside one)."""
-
-
-class _Sink:
-    """Forwards text to the caller and remembers whether any went out (such a try cannot be redone)."""
-
-    def __init__(self, on_text: TextSink | None) -> None:
-        self._on_text = on_text
-        self.used = False
-
-    def __call__(self, text: str) -> None:
-        if text and self._on_text is not None:
-            self.used = True
-            self._on_text(text)
-
-
 class OpenAICompatibleClient:
     """`LLMClient` for any server speaking `/chat/completions` (vLLM, llama.cpp, Ollama, OpenAI …).
 
@@ -144,12 +107,17 @@ class OpenAICompatibleClient:
     """
 
     def __init__(
-        self, *, backoff_base: float = 0.5, backoff_cap: float = 8.0, retry_after_cap: float = 30.0
+        self,
+        *,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 8.0,
+        retry_after_cap: float = 30.0,
+        transport: Transport | None = None,
     ) -> None:
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
         self._retry_after_cap = retry_after_cap
-        self._http: aiohttp.ClientSession | None = None
+        self._transport = transport if transport is not None else AiohttpTransport()
         # per (base_url, model): the mode auto mode settled on, the response_format form that worked
         self._auto_mode: dict[tuple[str, str], ToolMode] = {}
         self._json_form: dict[tuple[str, str], jsonmode.Form] = {}
@@ -161,9 +129,7 @@ class OpenAICompatibleClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        await self._transport.aclose()
 
     async def generate(
         self,
@@ -251,7 +217,7 @@ class OpenAICompatibleClient:
         config: LLMConfig,
         on_text: TextSink | None,
         refusable: bool,
-    ) -> _Completion:
+    ) -> Completion:
         """One request in one form; the caller is streamed only the decoded thought."""
         payload["response_format"] = jsonmode.response_format(tools, form)
         scanner = jsonmode.ThoughtScanner()
@@ -295,10 +261,10 @@ class OpenAICompatibleClient:
         stops: Sequence[str],
         *,
         fallback: bool,
-    ) -> _Completion:
+    ) -> Completion:
         """POST with retries; every failure that leaves here is an `LLMError` (or a `_Refused`)."""
         url = config.base_url.rstrip("/") + "/chat/completions"
-        sink = _Sink(on_text)
+        sink = Sink(on_text)
         body = json.dumps(payload, ensure_ascii=False).encode()
         try:
             async with asyncio.timeout(config.request_timeout_sec):
@@ -316,13 +282,11 @@ class OpenAICompatibleClient:
         body: bytes,
         payload: dict[str, Any],
         config: LLMConfig,
-        sink: _Sink,
+        sink: Sink,
         stops: Sequence[str],
         *,
         fallback: bool,
-    ) -> _Completion:
-        import aiohttp
-
+    ) -> Completion:
         for attempt in range(config.max_retries + 1):
             last_try = attempt == config.max_retries
             try:
@@ -335,45 +299,33 @@ class OpenAICompatibleClient:
                 if last_try or not exc.retryable:
                     raise _failure(config, _describe_status(exc), attempt, exc.status) from exc
                 delay = self._delay(attempt, exc.retry_after)
-            except (_BadReply, _OverLimit) as exc:
+            except (BadReply, OverLimit) as exc:
                 raise _failure(config, str(exc), attempt) from exc
-            except (aiohttp.ClientError, TimeoutError, _StreamCut) as exc:
-                if last_try or sink.used or _refused_nearby(exc):
-                    advice = _REPOINT if _unreachable(exc) else ""
+            except (TransportError, TimeoutError, StreamCut) as exc:
+                refused_nearby = isinstance(exc, TransportError) and exc.refused_nearby
+                if last_try or sink.used or refused_nearby:
+                    advice = _REPOINT if isinstance(exc, TransportError) and exc.unreachable else ""
                     raise _failure(config, _describe(exc, config), attempt, advice=advice) from exc
                 delay = self._delay(attempt, None)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last try always returns or raises")
 
     async def _attempt(
-        self, url: str, body: bytes, config: LLMConfig, sink: _Sink, stops: Sequence[str]
-    ) -> _Completion:
-        import aiohttp
-
-        http = self._session()
+        self, url: str, body: bytes, config: LLMConfig, sink: Sink, stops: Sequence[str]
+    ) -> Completion:
         headers = {"Content-Type": "application/json"}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=config.timeout_sec, sock_read=config.timeout_sec
-        )
-        async with http.post(url, data=body, headers=headers, timeout=timeout) as resp:
+        async with self._transport.post(url, body, headers, config.timeout_sec) as resp:
             if resp.status >= 400:
-                text = (await _read_prefix(resp, _ERROR_BODY_LIMIT)).decode(errors="replace")
+                text = (await read_prefix(resp, _ERROR_BODY_LIMIT)).decode(errors="replace")
                 raise _HTTPStatusError(resp.status, text, _retry_after(resp.headers.get("Retry-After")))
             if resp.content_type == "text/event-stream":
-                return await _read_stream(resp, sink, stops, config)
-            raw = await _read_bounded(resp, config.max_reply_bytes)
-        done = _read_whole(raw, stops)
+                return await read_stream(resp, sink, stops, config)
+            raw = await read_bounded(resp, config.max_reply_bytes)
+        done = read_whole(raw, stops)
         sink(done.text)
         return done
-
-    def _session(self) -> aiohttp.ClientSession:
-        import aiohttp
-
-        if self._http is None or self._http.closed:
-            self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(keepalive_timeout=60))
-        return self._http
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -381,176 +333,7 @@ class OpenAICompatibleClient:
         return random.uniform(0.0, min(self._backoff_cap, self._backoff_base * 2**attempt))
 
 
-class _StreamAssembler:
-    """Folds the `data` payloads of a chat-completions stream into one completion.
-
-    Text deltas pass through the stop scanner before they reach the sink; tool-call deltas are joined
-    by their `index` (their `id` and name come once, the arguments in pieces).
-    """
-
-    def __init__(self, sink: TextSink, stops: Sequence[str], max_pieces: int) -> None:
-        self._sink = sink
-        self._scanner = StopScanner(stops)
-        self._max_pieces = max_pieces
-        self._pieces = 0
-        self._text: list[str] = []
-        self._calls: dict[int, dict[str, Any]] = {}
-        self._usage = TokenUsage()
-        self._finish: str | None = None
-        self._done = False
-
-    def take(self, data: str) -> bool:
-        """Fold one event in; True once a stop string matched and the rest must not be read."""
-        if self._done or data.strip() == "[DONE]":
-            self._done = True
-            return False
-        try:
-            event = json.loads(data)
-        except ValueError as exc:
-            raise _BadReply(f"a stream event is not JSON: {data[:_BODY_SNIPPET]}") from exc
-        if not isinstance(event, dict):
-            return False
-        if "error" in event:
-            raise _BadReply(f"the server reported an error mid-stream: {_error_text(event['error'])}")
-        if event.get("usage"):
-            self._usage = _usage(event["usage"])
-        for choice in event.get("choices") or []:
-            if choice.get("index", 0) == 0:
-                self._take_choice(choice)
-        return self._scanner.stopped
-
-    def result(self) -> _Completion:
-        """The completion so far; raises `_StreamCut` when the server never said it was finished.
-
-        `[DONE]` alone is not enough: llama.cpp sends it without a finish_reason when it drops a reply.
-        """
-        if not (self._finish or self._scanner.stopped):
-            raise _StreamCut("the server closed the stream mid-reply (no finish_reason)")
-        self._emit(self._scanner.finish())
-        calls = [
-            _RawCall(slot["id"], slot["name"], "".join(slot["arguments"]))
-            for _, slot in sorted(self._calls.items())
-        ]
-        finish = "stop" if self._scanner.stopped else self._finish
-        return _Completion("".join(self._text), calls, self._usage, finish)
-
-    def _count_piece(self) -> None:
-        """Servers stream at least one token per piece, so more pieces than `max_tokens` means the
-        server is not honouring it: stop reading rather than trust it to end."""
-        self._pieces += 1
-        if self._pieces > self._max_pieces:
-            raise _OverLimit(
-                f"the model server sent more than {self._max_pieces} tokens without finishing: it ignores "
-                "max_tokens (llm.maxTokens; raise it if longer replies are expected)"
-            )
-
-    def _take_choice(self, choice: dict[str, Any]) -> None:
-        delta = choice.get("delta") or {}
-        if isinstance(delta.get("content"), str) and delta["content"]:
-            self._count_piece()
-            self._emit(self._scanner.feed(delta["content"]))
-        for piece in delta.get("tool_calls") or []:
-            self._take_call(piece)
-        if choice.get("finish_reason"):
-            self._finish = choice["finish_reason"]
-
-    def _take_call(self, piece: dict[str, Any]) -> None:
-        index = piece.get("index")
-        if not isinstance(index, int):  # servers that leave it out send one call at a time
-            index = len(self._calls) if piece.get("id") or not self._calls else max(self._calls)
-        slot = self._calls.setdefault(index, {"id": "", "name": "", "arguments": []})
-        if piece.get("id"):
-            slot["id"] = piece["id"]
-        function = piece.get("function") or {}
-        if function.get("name"):
-            slot["name"] = function["name"]
-        arguments = function.get("arguments")
-        if arguments:
-            self._count_piece()
-        if arguments is not None:
-            slot["arguments"].append(arguments if isinstance(arguments, str) else json.dumps(arguments))
-
-    def _emit(self, text: str) -> None:
-        if text:
-            self._text.append(text)
-            self._sink(text)
-
-
-async def _read_stream(
-    resp: aiohttp.ClientResponse, sink: _Sink, stops: Sequence[str], config: LLMConfig
-) -> _Completion:
-    decoder = SSEDecoder()
-    assembler = _StreamAssembler(sink, stops, config.max_tokens)
-    received = 0
-    async for raw in resp.content.iter_any():
-        received += len(raw)
-        if received > config.max_reply_bytes:  # this also bounds an event-stream line that never ends
-            raise _OverLimit(_too_long(config.max_reply_bytes, "the stream kept coming"))
-        if any(assembler.take(data) for data in decoder.feed(raw)):
-            resp.close()  # a server that ignores `stop` would keep generating: hang up on it
-            return assembler.result()
-    # Read to the end of the body even after [DONE], so the connection can be kept alive.
-    for data in decoder.close():
-        assembler.take(data)
-    return assembler.result()
-
-
-async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
-    """The whole body, refused as soon as it passes `limit` bytes (never held beyond that)."""
-    declared = resp.content_length
-    if declared is not None and declared > limit:
-        raise _OverLimit(_too_long(limit, f"the server announced {declared} bytes"))
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in resp.content.iter_any():
-        size += len(chunk)
-        if size > limit:
-            raise _OverLimit(_too_long(limit, "the reply kept coming"))
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _read_prefix(resp: aiohttp.ClientResponse, limit: int) -> bytes:
-    """At most the first `limit` bytes of the body: an error page is read for its message only."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in resp.content.iter_any():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= limit:
-            break
-    return b"".join(chunks)[:limit]
-
-
-def _too_long(limit: int, what: str) -> str:
-    return (
-        f"the reply passed {limit} bytes ({what}) and was refused "
-        "(llm.maxReplyBytes; raise it if the model's replies really are that long)"
-    )
-
-
-def _read_whole(raw: bytes, stops: Sequence[str]) -> _Completion:
-    try:
-        data = json.loads(raw)
-        choice = data["choices"][0]
-        message = choice.get("message") or {}
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise _BadReply(f"not a chat completion: {raw[:_BODY_SNIPPET].decode(errors='replace')}") from exc
-    text, stopped = cut_at_stop(message.get("content") or "", stops)
-    calls = [_raw_call(c) for c in message.get("tool_calls") or []]
-    finish = "stop" if stopped else choice.get("finish_reason")
-    return _Completion(text, calls, _usage(data.get("usage")), finish)
-
-
-def _raw_call(call: dict[str, Any]) -> _RawCall:
-    function = call.get("function") or {}
-    arguments = function.get("arguments")
-    if not isinstance(arguments, str):  # Ollama sends an object
-        arguments = json.dumps(arguments if arguments is not None else {})
-    return _RawCall(call.get("id") or "", function.get("name") or "", arguments)
-
-
-def _tool_call(raw: _RawCall) -> ToolCall:
+def _tool_call(raw: RawCall) -> ToolCall:
     """A native call; text that is not a JSON object is kept with the reason, for the model to see."""
     call_id = raw.id or _new_call_id()
     if not raw.arguments.strip():
@@ -565,7 +348,7 @@ def _tool_call(raw: _RawCall) -> ToolCall:
     return ToolCall(call_id, raw.name, arguments, raw.arguments)
 
 
-def _text_response(done: _Completion, turn: react.ReactTurn, mode: ToolMode) -> LLMResponse:
+def _text_response(done: Completion, turn: react.ReactTurn, mode: ToolMode) -> LLMResponse:
     return LLMResponse(
         content=done.text,
         thought=turn.thought,
@@ -579,7 +362,7 @@ def _text_response(done: _Completion, turn: react.ReactTurn, mode: ToolMode) -> 
 
 
 def _native_response(
-    done: _Completion,
+    done: Completion,
     *,
     thought: str = "",
     calls: tuple[ToolCall, ...] = (),
@@ -633,17 +416,6 @@ def _payload(config: LLMConfig, messages: list[dict[str, Any]]) -> dict[str, Any
     return payload
 
 
-def _usage(raw: Any) -> TokenUsage:
-    if not isinstance(raw, dict):
-        return TokenUsage()
-    details = raw.get("prompt_tokens_details") or {}
-    return TokenUsage(
-        prompt_tokens=int(raw.get("prompt_tokens") or 0),
-        completion_tokens=int(raw.get("completion_tokens") or 0),
-        cached_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
-    )
-
-
 def _retry_after(value: str | None) -> float | None:
     """Seconds from a `Retry-After` header: a number, or an HTTP date."""
     if not value:
@@ -659,63 +431,32 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _error_text(error: Any) -> str:
-    if isinstance(error, dict):
-        return str(error.get("message") or error)
-    return str(error)
-
-
 def _describe(exc: BaseException, config: LLMConfig) -> str:
     """What went wrong on the way to the server, in words."""
-    import aiohttp
-
-    if isinstance(exc, aiohttp.ServerTimeoutError | TimeoutError):
-        phase = "connecting" if isinstance(exc, aiohttp.ConnectionTimeoutError) else "reading"
+    phase = "reading" if isinstance(exc, TimeoutError) else None
+    if isinstance(exc, TransportError):
+        phase = exc.phase
+    if phase is not None:
         return (
             f"no answer within {config.timeout_sec:g} s while {phase} "
             "(llm.timeoutSec; the server may be overloaded, or still loading the model)"
         )
-    if isinstance(exc, _StreamCut):
-        return str(exc)
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        if isinstance(exc.os_error, socket.gaierror):
-            return f"the host name {exc.host!r} could not be resolved"
-        if isinstance(exc.os_error, ConnectionRefusedError):
-            return f"the connection was refused: nothing is listening on {exc.host}:{exc.port}"
-        return f"could not connect to {exc.host}:{exc.port} ({exc.os_error.strerror or exc.os_error})"
-    return f"{type(exc).__name__}: {exc}"
+    return str(exc)
 
 
 def _describe_status(exc: _HTTPStatusError) -> str:
     """The status with the server's own message (the `error.message` of an OpenAI-style body)."""
     try:
-        said = _error_text(json.loads(exc.body)["error"])
+        said = error_text(json.loads(exc.body)["error"])
     except (ValueError, KeyError, TypeError):
         said = exc.body.strip()
-    said = " ".join(said.split())[:_BODY_SNIPPET]
+    said = " ".join(said.split())[:BODY_SNIPPET]
     hint = ""
     if exc.status in (401, 403):
         hint = " (check the API key: OPENAI_API_KEY or llm.apiKey)"
     elif exc.status == 404:
         hint = " (check the base URL, which usually ends in /v1, and the model name)"
     return f"it answered HTTP {exc.status}" + (f": {said}" if said else "") + hint
-
-
-def _refused_nearby(exc: BaseException) -> bool:
-    """A refused connection on this machine means no server is running: retrying will not start one."""
-    import aiohttp
-
-    return (
-        isinstance(exc, aiohttp.ClientConnectorError)
-        and isinstance(exc.os_error, ConnectionRefusedError)
-        and exc.host in _LOOPBACK
-    )
-
-
-def _unreachable(exc: BaseException) -> bool:
-    import aiohttp
-
-    return isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError)
 
 
 def _failure(

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mini_agent.contracts import MAX_OUTPUT_BYTES, TOOL_TIMEOUT_SEC
 from mini_agent.tools import protocol, reaper
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -301,7 +302,7 @@ class ToolHost:
         self,
         workspace_root: Path,
         *,
-        max_output_bytes: int = 65536,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
         max_hosts: int = 4,
         python: str = sys.executable,
         start_timeout_sec: float = 60.0,
@@ -324,7 +325,7 @@ class ToolHost:
         function: str | None = None,
         name: str | None = None,
         description: str | None = None,
-        timeout: float = 30.0,
+        timeout: float = TOOL_TIMEOUT_SEC,
     ) -> list[dict[str, Any]]:
         """Execute `path` afresh in a host and return its tool dicts; other hosts follow lazily."""
         key = str(path)

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from mini_agent.contracts import MAX_OUTPUT_BYTES
 from mini_agent.tools import protocol, reaper
 from mini_agent.tools.reflect import (
     ArgumentsError,
@@ -253,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--request-fd", type=int, required=True)
     parser.add_argument("--reply-fd", type=int, required=True)
     parser.add_argument("--log-fd", type=int, required=True)
-    parser.add_argument("--max-output", type=int, default=65536)
+    parser.add_argument("--max-output", type=int, default=MAX_OUTPUT_BYTES)
     parser.add_argument("--max-memory-mb", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args(argv)

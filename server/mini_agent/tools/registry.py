@@ -23,7 +23,15 @@ from typing import Any, Protocol
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from mini_agent.contracts import Observation, ToolCall, ToolSource, ToolSpec
+from mini_agent.contracts import (
+    MAX_OUTPUT_BYTES,
+    TOOL_TIMEOUT_SEC,
+    Observation,
+    ToolCall,
+    ToolSource,
+    ToolSpec,
+)
+from mini_agent.errors import AgentError
 from mini_agent.tools.host import CallResult, LoadError, ToolHost
 from mini_agent.tools.protocol import cap_text
 from mini_agent.tools.validation import invalid_arguments
@@ -45,8 +53,10 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _Key = tuple[str, str | None]  # (relative path, function or None for the whole file)
 
 
-class RegistrationError(Exception):
+class RegistrationError(AgentError):
     """A registration was refused; the message is shown to the client as is."""
+
+    reason = "registration_refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +93,8 @@ class ToolRegistry:
         self,
         workspace_root: Path,
         *,
-        timeout_sec: float = 30.0,
-        max_output_bytes: int = 65536,
+        timeout_sec: float = TOOL_TIMEOUT_SEC,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
         client_caller: ClientToolCaller | None = None,
         max_hosts: int = 4,
         max_memory_mb: int = 1024,

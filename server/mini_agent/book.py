@@ -1,0 +1,139 @@
+"""The session book: which sessions this daemon holds, whether they are current, and who may step them.
+
+Sessions are cached here and re-read when another daemon wrote them since; a session is stepped by one
+flight in this daemon and under one lease in the store, which a heartbeat keeps fresh while it runs.
+Checkpoints are best effort: a store that fails (disk full) leaves the newest state here, marked
+unsaved, and the next save that works writes it all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from .errors import SessionBusy, SessionFinished, UnknownSession
+from .ports import SessionStore
+from .session import AgentSession, StoreUnavailable
+
+
+@dataclass(slots=True)
+class Flight:
+    """A session being stepped right now: its cancel switch and its 'a decision arrived' signal."""
+
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    decided: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class SessionBook:
+    def __init__(self, store: SessionStore | None) -> None:
+        self.store = store
+        self.owner = uuid.uuid4().hex
+        self._sessions: dict[str, AgentSession] = {}
+        self._flights: dict[str, Flight] = {}
+        self.unsaved: dict[str, StoreUnavailable] = {}  # sessions newer here than in the store
+
+    def add(self, session: AgentSession) -> None:
+        self._sessions[session.session_id] = session
+        self.checkpoint(session)
+
+    def get(self, session_id: str) -> AgentSession:
+        """The session's latest state: re-read from the store when another daemon wrote it since
+        (unless the store could not take this daemon's newest state: then memory is the latest)."""
+        session = self._sessions.get(session_id)
+        store = self.store
+        newest_here = session_id in self._flights or session_id in self.unsaved
+        if store is not None and not newest_here and (session is None or not store.is_current(session)):
+            loaded = store.load(session_id)
+            if loaded is not None:
+                session = self._sessions[session_id] = loaded
+        if session is None:
+            raise UnknownSession(session_id)
+        return session
+
+    def held(self) -> list[AgentSession]:
+        return list(self._sessions.values())
+
+    def forget(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+        self.unsaved.pop(session_id, None)
+
+    def flight(self, session_id: str) -> Flight | None:
+        return self._flights.get(session_id)
+
+    def checkpoint(self, session: AgentSession) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.save(session)
+        except StoreUnavailable as exc:
+            self.unsaved[session.session_id] = exc
+        else:
+            self.unsaved.pop(session.session_id, None)
+
+    def adopt_decisions(self, session: AgentSession) -> None:
+        """Take up decisions another daemon sharing the store recorded (its agent/approve) while this
+        one holds the session; only the decisions: everything else here is the newer state."""
+        if self.store is None:
+            return
+        try:
+            if self.store.is_current(session):
+                return
+            stored = self.store.load(session.session_id)
+        except StoreUnavailable:
+            return  # look again at the next tick
+        if stored is None:
+            return
+        theirs = {p.call.id: p for p in stored.pending}
+        for pending in session.pending:
+            other = theirs.get(pending.call.id)
+            if pending.decision is None and other is not None and other.decision is not None:
+                pending.decision, pending.reason = other.decision, other.reason
+        for name, decision in stored.standing_decisions.items():
+            session.standing_decisions.setdefault(name, decision)
+
+    def take(self, session_id: str) -> AgentSession:
+        """Lease the session, then read its latest state: another daemon may have stepped it meanwhile."""
+        self.get(session_id)  # an unknown session gets no lease row
+        if self.store is not None and not self.store.acquire(session_id, self.owner):
+            raise SessionBusy(session_id, " in another daemon")
+        session = self.get(session_id)
+        if session.finished:
+            self.release(session_id)
+            raise SessionFinished(session_id, session.stop_reason)
+        return session
+
+    def release(self, session_id: str) -> None:
+        """A lease that cannot be released (the store failed) must not hide the step's outcome; it
+        is ours, so it lapses with this process and our next acquire takes it anyway."""
+        if self.store is not None:
+            with contextlib.suppress(StoreUnavailable):
+                self.store.release(session_id, self.owner)
+
+    @contextlib.asynccontextmanager
+    async def leased(self, session_id: str) -> AsyncIterator[tuple[AgentSession, Flight]]:
+        """This daemon steps the session, and no other: a flight here, a lease in the store kept fresh."""
+        if session_id in self._flights:
+            raise SessionBusy(session_id)
+        session = self.take(session_id)
+        self._flights[session_id] = flight = Flight()
+        beating = asyncio.ensure_future(self._heartbeat()) if self.store is not None else None
+        try:
+            yield session, flight
+        finally:
+            if beating is not None:
+                beating.cancel()
+                await asyncio.gather(beating, return_exceptions=True)
+            del self._flights[session_id]
+            self.release(session_id)
+
+    async def _heartbeat(self) -> None:
+        """Refresh this daemon's leases well within the stale-after time, for as long as a step runs."""
+        assert self.store is not None
+        period = max(self.store.lease_stale_after / 3, 0.01)
+        while True:
+            await asyncio.sleep(period)
+            with contextlib.suppress(StoreUnavailable):  # a failing store: try again next period
+                self.store.heartbeat(self.owner)

@@ -1,0 +1,75 @@
+"""One base for every error a client may be told about: it carries its JSON-RPC code and `data.reason`.
+
+A front door maps `AgentError` and nothing else; details travel as snake_case keyword values and the
+door spells them in its own wire format. Anything that is not an `AgentError` is a bug, not an answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+INVALID_PARAMS = -32602
+SESSION_BUSY = -32001  # a valid request the session cannot take now
+STORE_FAILED = -32003  # the session store failed (corrupt, locked); the message names the file
+
+
+class AgentError(Exception):
+    code: ClassVar[int] = INVALID_PARAMS
+    reason: ClassVar[str] = "invalid_params"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+class UnknownSession(AgentError, LookupError):
+    reason = "unknown_session"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"unknown session {session_id!r}", session_id=session_id)
+        self.session_id = session_id
+
+
+class SessionBusy(AgentError):
+    code = SESSION_BUSY
+    reason = "session_busy"
+
+    def __init__(self, session_id: str, where: str = "") -> None:
+        super().__init__(
+            f"session {session_id!r} is already stepping{where}; wait for it or cancel it",
+            session_id=session_id,
+        )
+        self.session_id = session_id
+
+
+class SessionFinished(AgentError):
+    reason = "session_finished"
+
+    def __init__(self, session_id: str, stop_reason: str | None) -> None:
+        super().__init__(
+            f"session {session_id!r} is finished (stop reason {stop_reason}); start a new one",
+            session_id=session_id,
+        )
+        self.session_id = session_id
+
+
+class UnknownTool(AgentError, LookupError):
+    """A tool name that is not registered (e.g. in startSession's `tools`)."""
+
+    reason = "unknown_tool"
+
+    def __init__(self, unknown: list[str], available: list[str]) -> None:
+        super().__init__(f"unknown tools {unknown}; registered tools are {available}", tools=unknown)
+
+
+class UnknownApproval(AgentError, LookupError):
+    """A tool call id that no pending approval of the session has."""
+
+    reason = "unknown_approval"
+
+    def __init__(self, session_id: str, call_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r} has no tool call {call_id!r} awaiting approval",
+            session_id=session_id,
+            tool_call_id=call_id,
+        )

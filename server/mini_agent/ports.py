@@ -1,0 +1,59 @@
+"""The runtime's ports: everything outside the agent core it talks to, as small `typing.Protocol`s.
+
+The daemon hands in the real adapters (model client, tool registry, SQLite store, the editor's
+permission prompt); tests hand in fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from .contracts import LLMConfig, LLMResponse, Message, Observation, TextSink, ToolCall, ToolSpec
+from .session import AgentSession, Decision
+
+
+class LLMClient(Protocol):
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        config: LLMConfig,
+        on_text: TextSink | None = None,
+    ) -> LLMResponse: ...
+
+
+class ToolExecutor(Protocol):
+    def list(self) -> list[ToolSpec]: ...
+
+    def get(self, name: str) -> ToolSpec | None: ...
+
+    async def execute(self, call: ToolCall, *, session_id: str) -> Observation: ...
+
+
+class SessionStore(Protocol):
+    """Durable sessions. `save` is called at every checkpoint and must write only what changed; a
+    lease keeps two daemons from stepping one session at once, and `heartbeat` keeps it fresh for
+    daemons on other hosts, which can only judge it by age (`lease_stale_after` seconds)."""
+
+    lease_stale_after: float
+
+    def save(self, session: AgentSession) -> None: ...
+
+    def load(self, session_id: str) -> AgentSession | None: ...
+
+    def is_current(self, session: AgentSession) -> bool: ...
+
+    def acquire(self, session_id: str, owner: str) -> bool: ...
+
+    def heartbeat(self, owner: str) -> int: ...
+
+    def release(self, session_id: str, owner: str) -> bool: ...
+
+
+class Approver(Protocol):
+    """Asks a person about a tool call; None when nobody answered (the decision may come later)."""
+
+    async def request_permission(
+        self, session: AgentSession, call: ToolCall, spec: ToolSpec
+    ) -> tuple[Decision, str | None] | None: ...

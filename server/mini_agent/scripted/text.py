@@ -1,0 +1,69 @@
+"""What the scripted model server reads of a request: message text, placeholders filled from it, and
+a lossless tokenization for its usage and prefix-cache accounting."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# Lossless: every character belongs to exactly one token, and whitespace sticks to the word after it.
+_TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])|\s+")
+_OBSERVATION = re.compile(r"Observation[:：]")
+
+
+def tokens_of(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def fill(template: str, messages: list[Any]) -> str:
+    if "{last_user}" in template:
+        template = template.replace("{last_user}", _last_user(messages))
+    if "{last_observation}" in template:
+        template = template.replace("{last_observation}", _last_observation(messages))
+    return template
+
+
+def _last_user(messages: list[Any]) -> str:
+    return next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+
+
+def _last_observation(messages: list[Any]) -> str:
+    for message in reversed(messages):
+        text = _text(message.get("content"))
+        if message.get("role") == "tool":
+            return text
+        markers = list(_OBSERVATION.finditer(text))
+        if markers:
+            return text[markers[-1].end() :].strip()
+    return ""
+
+
+def prompt_tokens(body: dict[str, Any]) -> list[str]:
+    tokens: list[str] = []
+    if body.get("tools"):
+        schemas = json.dumps(body["tools"], ensure_ascii=False, sort_keys=True)
+        tokens += ["<|tools|>", *tokens_of(schemas)]
+    for message in body["messages"]:
+        tokens += [f"<|{message.get('role')}|>", *tokens_of(_text(message.get("content")))]
+        tokens += call_tokens(message.get("tool_calls") or [])
+        tokens.append("<|end|>")
+    return [*tokens, "<|assistant|>"]
+
+
+def call_tokens(calls: list[dict[str, Any]]) -> list[str]:
+    tokens: list[str] = []
+    for call in calls:
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        tokens += ["<|tool_call|>", *tokens_of(str(function.get("name", ""))), *tokens_of(text)]
+    return tokens

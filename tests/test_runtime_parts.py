@@ -1,0 +1,528 @@
+"""The runtime's parts through their ports: the session book (leases, staleness, heartbeat), the
+stepper (resume after each checkpoint, approvals, interrupted tools, cancellation), loop detection and
+replay as pure functions, and the layering rules that keep the core free of wire formats and I/O.
+
+The fakes are small in-test stand-ins for the ports; the one test about two daemons uses real SQLite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mini_agent import wire
+from mini_agent.contracts import Observation, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
+from mini_agent.errors import (
+    AgentError,
+    SessionBusy,
+    SessionFinished,
+    UnknownApproval,
+    UnknownSession,
+    UnknownTool,
+)
+from mini_agent.events import (
+    AgentEvent,
+    AnswerChunk,
+    StatusChanged,
+    ThoughtChunk,
+    ToolCallFinished,
+    ToolCallPending,
+    ToolCallStarted,
+    UsageReported,
+)
+from mini_agent.loops import canonical, streaks
+from mini_agent.runtime import INTERRUPTED, AgentRuntime
+from mini_agent.session import AgentConfig, AgentSession, Decision
+from mini_agent.store import SqliteStore
+from mini_agent.trajectory import replay
+
+from .test_runtime import ECHO, RISKY, Approver, ScriptedModel, Tools, action, answer, call
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "server" / "mini_agent"
+SLOW = ToolSpec("slow", "Takes its time.", {"type": "object", "properties": {}})
+LOOKUP = ToolSpec("lookup", "Reads only.", {"type": "object", "properties": {}}, idempotent=True)
+
+
+class MemoryStore:
+    """The store port in memory: keeps a deep copy per checkpoint, so a test can 'crash' at any of them."""
+
+    def __init__(self, lease_stale_after: float = 300.0) -> None:
+        self.lease_stale_after = lease_stale_after
+        self.saved: dict[str, AgentSession] = {}
+        self.checkpoints: list[AgentSession] = []
+        self.leases: dict[str, str] = {}
+        self.heartbeats = 0
+
+    def save(self, session: AgentSession) -> None:
+        snapshot = copy.deepcopy(session)
+        self.saved[session.session_id] = snapshot
+        self.checkpoints.append(snapshot)
+
+    def load(self, session_id: str) -> AgentSession | None:
+        saved = self.saved.get(session_id)
+        return copy.deepcopy(saved) if saved is not None else None
+
+    def is_current(self, session: AgentSession) -> bool:
+        saved = self.saved.get(session.session_id)
+        return saved is not None and saved.updated_at == session.updated_at
+
+    def acquire(self, session_id: str, owner: str) -> bool:
+        if self.leases.get(session_id, owner) != owner:
+            return False
+        self.leases[session_id] = owner
+        return True
+
+    def heartbeat(self, owner: str) -> int:
+        self.heartbeats += 1
+        return sum(1 for held in self.leases.values() if held == owner)
+
+    def release(self, session_id: str, owner: str) -> bool:
+        if self.leases.get(session_id) != owner:
+            return False
+        del self.leases[session_id]
+        return True
+
+
+def runtime_with(
+    model: ScriptedModel,
+    tools: Tools,
+    store: MemoryStore | None = None,
+    approver: Approver | None = None,
+    **options: Any,
+) -> tuple[AgentRuntime, list[AgentEvent]]:
+    events: list[AgentEvent] = []
+    defaults = AgentConfig(**options)
+    runtime = AgentRuntime(
+        model, tools, defaults=defaults, store=store, events=events.append, approver=approver
+    )
+    return runtime, events
+
+
+def lasting(events: list[AgentEvent]) -> list[AgentEvent]:
+    """A live stream without what only mattered while it ran, thought deltas joined per step, and
+    each step's usage moved to the step's end (where a replay reports it)."""
+    out: list[AgentEvent] = []
+    usage: UsageReported | None = None
+    for event in events:
+        if isinstance(event, ToolCallStarted | StatusChanged):
+            continue
+        if usage is not None and event.step != usage.step:
+            out.append(usage)
+            usage = None
+        last = out[-1] if out else None
+        if isinstance(event, UsageReported):
+            usage = event
+        elif isinstance(event, ThoughtChunk) and isinstance(last, ThoughtChunk) and last.step == event.step:
+            out[-1] = ThoughtChunk(event.session_id, event.step, last.text + event.text)
+        else:
+            out.append(event)
+    if usage is not None:
+        out.append(usage)
+    final = [event for event in events if isinstance(event, StatusChanged)][-1]
+    return [*out, StatusChanged(final.session_id, final.step + 1, final.status, final.stop_reason)]
+
+
+# -- layering --------------------------------------------------------------------------------------
+
+
+def test_importing_the_runtime_loads_no_wire_storage_or_network_library() -> None:
+    banned = ("sqlite3", "aiohttp", "pygls", "lsprotocol", "mini_agent.wire")
+    probe = f"import sys, mini_agent.runtime; print([m for m in {banned!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_no_core_module_spells_a_wire_key() -> None:
+    core = [CORE / f"{name}.py" for name in ("runtime", "session", "contracts", "events", "book", "stepper")]
+    core += [CORE / f"{name}.py" for name in ("loops", "trajectory", "ports", "errors")]
+    core += sorted((CORE / "llm").rglob("*.py")) + sorted((CORE / "tools").rglob("*.py"))
+    spelled = {
+        path.name: hits
+        for path in core
+        if (hits := re.findall(r"toolCallId|stopReason|sessionUpdate", path.read_text(encoding="utf-8")))
+    }
+    assert spelled == {}
+
+
+def test_no_module_of_the_daemon_is_longer_than_500_lines() -> None:
+    lengths = {
+        str(path.relative_to(CORE)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in CORE.rglob("*.py")
+    }
+    assert {name: n for name, n in lengths.items() if n > 500} == {}
+
+
+# -- loop detection --------------------------------------------------------------------------------
+
+
+def test_distinct_calls_each_have_a_streak_of_one() -> None:
+    assert streaks([], [call("echo", 1, text="a"), call("echo", 2, text="b")]) == [1, 1]
+
+
+def test_a_streak_runs_across_earlier_steps_and_within_a_step() -> None:
+    same = [call("echo", n, text="a") for n in range(4)]
+    assert streaks(same[:2], same[2:]) == [3, 4]
+
+
+def test_another_call_in_between_breaks_the_streak() -> None:
+    earlier = [call("echo", 1, text="a"), call("echo", 2, text="b")]
+    assert streaks(earlier, [call("echo", 3, text="a")]) == [1]
+
+
+def test_argument_order_does_not_make_a_call_different() -> None:
+    first = ToolCall("c1", "echo", {"a": 1, "b": 2})
+    second = ToolCall("c2", "echo", {"b": 2, "a": 1})
+    assert canonical(first) == canonical(second) and streaks([first], [second]) == [2]
+
+
+@pytest.mark.asyncio
+async def test_repeats_with_other_arguments_never_trip_the_loop_guard() -> None:
+    model = ScriptedModel(*(action(call("echo", n, text=str(n))) for n in range(5)), answer("ok"))
+    runtime, _ = runtime_with(model, Tools(ECHO))
+    summary = await runtime.run(runtime.start_session("t").session_id)
+    assert summary.stop_reason is StopReason.END_TURN and summary.steps_run == 6
+
+
+# -- the session book --------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_lease_held_by_another_daemon_refuses_the_step() -> None:
+    store = MemoryStore()
+    runtime, _ = runtime_with(ScriptedModel(answer("x")), Tools(), store)
+    session = runtime.start_session("t")
+    store.leases[session.session_id] = "someone else"
+    with pytest.raises(SessionBusy, match="another daemon"):
+        await runtime.step(session.session_id)
+
+
+@pytest.mark.asyncio
+async def test_the_lease_is_released_after_a_step_and_after_a_failed_one() -> None:
+    store = MemoryStore()
+    runtime, _ = runtime_with(ScriptedModel(RuntimeError("boom"), answer("x")), Tools(), store)
+    session = runtime.start_session("t")
+    with pytest.raises(RuntimeError):
+        await runtime.step(session.session_id)
+    assert store.leases == {}
+    await runtime.step(session.session_id)
+    assert store.leases == {}
+
+
+@pytest.mark.asyncio
+async def test_a_daemon_takes_over_a_released_session_and_sees_its_latest_state() -> None:
+    store = MemoryStore()
+    first, _ = runtime_with(ScriptedModel(action(call("echo", 1, text="a"))), Tools(ECHO), store)
+    session = first.start_session("t")
+    second, _ = runtime_with(ScriptedModel(answer("done")), Tools(ECHO), store)
+    assert second.get(session.session_id).steps == []
+    await first.step(session.session_id)
+    record = await second.step(session.session_id)
+    assert record.index == 1 and record.final_answer == "done"
+    assert first.get(session.session_id).finished  # stale copy re-read from the store
+
+
+def test_an_unknown_session_is_refused_before_any_lease_is_taken() -> None:
+    store = MemoryStore()
+    runtime, _ = runtime_with(ScriptedModel(), Tools(), store)
+    with pytest.raises(UnknownSession):
+        runtime.resume("sess_missing")
+    assert store.leases == {}
+
+
+@pytest.mark.asyncio
+async def test_a_finished_session_refuses_a_step_and_keeps_no_lease() -> None:
+    store = MemoryStore()
+    runtime, _ = runtime_with(ScriptedModel(answer("x")), Tools(), store)
+    session = runtime.start_session("t")
+    await runtime.step(session.session_id)
+    with pytest.raises(SessionFinished):
+        await runtime.step(session.session_id)
+    assert store.leases == {}
+
+
+@pytest.mark.asyncio
+async def test_the_heartbeat_runs_while_a_step_outlasts_the_stale_time() -> None:
+    store = MemoryStore(lease_stale_after=0.03)
+    runtime, _ = runtime_with(ScriptedModel(answer("x"), delay=0.2), Tools(), store)
+    await runtime.step(runtime.start_session("t").session_id)
+    assert store.heartbeats >= 2
+    beats = store.heartbeats
+    await asyncio.sleep(0.1)
+    assert store.heartbeats == beats  # and it stops with the step
+
+
+@pytest.mark.asyncio
+async def test_a_long_step_on_one_host_is_not_taken_over_from_another(tmp_path: Path) -> None:
+    """Two daemons on different hosts share the file: only the heartbeat tells the lease is alive."""
+    path = tmp_path / "sessions.db"
+    here = SqliteStore(path, lease_stale_after=0.3)
+    there = SqliteStore(path, lease_stale_after=0.3)
+    there._host = "another-host"  # the lease check compares hosts: this is a second machine
+    slow = ScriptedModel(action(call("echo", 1, text="a")), delay=1.0)
+    runtime = AgentRuntime(slow, Tools(ECHO), store=here)
+    other = AgentRuntime(ScriptedModel(answer("stolen")), Tools(ECHO), store=there)
+    try:
+        session = runtime.start_session("t")
+        stepping = asyncio.create_task(runtime.step(session.session_id))
+        await asyncio.sleep(0.7)  # more than twice the stale-after time into the model call
+        with pytest.raises(SessionBusy):
+            await other.step(session.session_id)
+        assert (await stepping).observations[0].output == '{"text": "a"}'
+    finally:
+        here.close()
+        there.close()
+
+
+# -- resume after each checkpoint ------------------------------------------------------------------
+
+
+async def _checkpoints_of_an_approved_tool_run() -> list[AgentSession]:
+    store = MemoryStore()
+    tools = Tools(ECHO, RISKY)
+    model = ScriptedModel(action(call("wipe", 1)), action(call("echo", 2, text="b")), answer("done"))
+    runtime, _ = runtime_with(model, tools, store, approver=Approver((Decision.ALLOW_ONCE, None)))
+    await runtime.run(runtime.start_session("t").session_id)
+    return store.checkpoints
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("at", range(9))  # the tenth is the finished session
+async def test_a_new_daemon_resumes_from_each_checkpoint_without_rerunning_a_started_tool(at: int) -> None:
+    checkpoints = await _checkpoints_of_an_approved_tool_run()
+    assert len(checkpoints) == 10
+    snapshot = checkpoints[at]
+    store = MemoryStore()
+    store.save(snapshot)
+    tools = Tools(ECHO, RISKY)
+    replies = [action(call("wipe", 1)), action(call("echo", 2, text="b")), answer("done")]
+    model = ScriptedModel(*replies[len(snapshot.steps) :])
+    runtime, _ = runtime_with(model, tools, store, Approver((Decision.ALLOW_ONCE, None)))
+    session = runtime.resume(snapshot.session_id)
+    for pending in session.pending:  # asked before the crash: the answer comes by agent/approve
+        if pending.decision is None:
+            runtime.approve(session.session_id, pending.call.id, Decision.ALLOW_ONCE)
+    summary = await runtime.run(snapshot.session_id)
+    assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "done"
+    started_before = {cid for step in snapshot.steps for cid in step.started}
+    assert not started_before & {ran.id for ran in tools.ran}
+    outcomes = {obs.call_id: obs.output for step in summary.session.steps for obs in step.observations}
+    interrupted = {cid for cid, output in outcomes.items() if output == INTERRUPTED}
+    observed_before = {obs.call_id for step in snapshot.steps for obs in step.observations}
+    assert interrupted == started_before - observed_before
+    assert sorted(outcomes) == ["c1", "c2"]
+
+
+# -- approvals and interrupted tools ---------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_allow_always_stands_for_later_calls_of_the_same_tool() -> None:
+    tools = Tools(RISKY)
+    model = ScriptedModel(action(call("wipe", 1)), action(call("wipe", 2, count=2)), answer("wiped"))
+    approver = Approver((Decision.ALLOW_ALWAYS, None))
+    runtime, _ = runtime_with(model, tools, approver=approver)
+    summary = await runtime.run(runtime.start_session("t").session_id)
+    assert [c.id for c in tools.ran] == ["c1", "c2"] and approver.asked == ["wipe"]
+    assert summary.session.standing_decisions == {"wipe": Decision.ALLOW_ALWAYS}
+
+
+@pytest.mark.asyncio
+async def test_a_decision_for_an_unknown_call_is_its_own_error() -> None:
+    runtime, _ = runtime_with(ScriptedModel(action(call("wipe", 1))), Tools(RISKY), approver=Approver(None))
+    session = runtime.start_session("t")
+    await runtime.step(session.session_id)
+    with pytest.raises(UnknownApproval) as caught:
+        runtime.approve(session.session_id, "nope", Decision.ALLOW_ONCE)
+    assert caught.value.reason == "unknown_approval" and caught.value.details["tool_call_id"] == "nope"
+    runtime.approve(session.session_id, "c1", Decision.ALLOW_ONCE)  # the real one still waits
+
+
+def test_an_unknown_tool_name_is_its_own_error() -> None:
+    runtime, _ = runtime_with(ScriptedModel(), Tools(ECHO))
+    with pytest.raises(UnknownTool) as caught:
+        runtime.start_session("t", tool_names=["echo", "ghost"])
+    assert caught.value.reason == "unknown_tool" and "ghost" in str(caught.value)
+
+
+def _interrupted(spec: ToolSpec) -> tuple[MemoryStore, str]:
+    """A session whose daemon died while `spec`'s tool ran: the call is started, with no outcome."""
+    store = MemoryStore()
+    runtime, _ = runtime_with(ScriptedModel(), Tools(spec), store)
+    session = runtime.start_session("t")
+    record = action(ToolCall("c1", spec.name, {}))
+    from mini_agent.session import StepRecord
+
+    session.steps.append(StepRecord(0, completion=record.content, tool_calls=list(record.tool_calls)))
+    session.steps[0].started.add("c1")
+    session.status = SessionStatus.RUNNING
+    session.touch()
+    store.save(session)
+    return store, session.session_id
+
+
+@pytest.mark.asyncio
+async def test_a_tool_cut_off_mid_run_is_reported_as_interrupted_not_rerun() -> None:
+    store, session_id = _interrupted(SLOW)
+    tools = Tools(SLOW)
+    runtime, _ = runtime_with(ScriptedModel(answer("ok")), tools, store)
+    runtime.resume(session_id)
+    record = await runtime.step(session_id)
+    assert record.index == 0 and record.observations[0].output == INTERRUPTED and tools.ran == []
+
+
+@pytest.mark.asyncio
+async def test_an_idempotent_tool_cut_off_mid_run_is_simply_run_again() -> None:
+    store, session_id = _interrupted(LOOKUP)
+    tools = Tools(LOOKUP)
+    runtime, _ = runtime_with(ScriptedModel(answer("ok")), tools, store)
+    record = await runtime.step(session_id)
+    assert [c.id for c in tools.ran] == ["c1"] and not record.observations[0].is_error
+
+
+# -- cancellation at each phase --------------------------------------------------------------------
+
+
+def test_cancel_with_nothing_running_says_so() -> None:
+    runtime, _ = runtime_with(ScriptedModel(), Tools())
+    assert runtime.cancel(runtime.start_session("t").session_id) is False
+
+
+@pytest.mark.asyncio
+async def test_cancel_while_waiting_for_approval_leaves_the_session_ready_and_the_call_pending() -> None:
+    runtime, events = runtime_with(
+        ScriptedModel(action(call("wipe", 1))), Tools(RISKY), approver=Approver(None)
+    )
+    session = runtime.start_session("t")
+    running = asyncio.create_task(runtime.run(session.session_id))
+    while session.status is not SessionStatus.AWAITING_APPROVAL:
+        await asyncio.sleep(0.005)
+    runtime.cancel(session.session_id)
+    summary = await running
+    assert summary.stop_reason is StopReason.CANCELLED and session.status is SessionStatus.READY
+    assert [p.call.id for p in session.pending] == ["c1"]
+    assert isinstance(events[-1], StatusChanged) and events[-1].stop_reason is StopReason.CANCELLED
+
+
+@pytest.mark.asyncio
+async def test_cancel_during_a_tool_emits_a_cancelled_outcome_for_it() -> None:
+    tools = Tools(ECHO, delay=5)
+    runtime, events = runtime_with(ScriptedModel(action(call("echo", 1, text="a"))), tools)
+    session = runtime.start_session("t")
+    stepping = asyncio.create_task(runtime.step(session.session_id))
+    while not tools.ran:
+        await asyncio.sleep(0.005)
+    runtime.cancel(session.session_id)
+    await stepping
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert len(finished) == 1 and "Cancelled" in finished[0].observation.output
+
+
+@pytest.mark.asyncio
+async def test_cancel_during_the_model_turn_emits_no_usage_and_records_no_step() -> None:
+    runtime, events = runtime_with(ScriptedModel(answer("x"), delay=5), Tools())
+    session = runtime.start_session("t")
+    stepping = asyncio.create_task(runtime.step(session.session_id))
+    await asyncio.sleep(0.01)
+    runtime.cancel(session.session_id)
+    assert (await stepping).stop_reason is StopReason.CANCELLED and session.steps == []
+    assert not any(isinstance(e, UsageReported) for e in events)
+
+
+# -- replay equals the live run --------------------------------------------------------------------
+
+
+async def _live(*replies: Any, **options: Any) -> tuple[AgentRuntime, AgentSession, list[AgentEvent]]:
+    runtime, events = runtime_with(ScriptedModel(*replies), Tools(ECHO, RISKY), **options)
+    session = runtime.start_session("t")
+    await runtime.run(session.session_id)
+    return runtime, session, events
+
+
+@pytest.mark.asyncio
+async def test_replay_is_the_lasting_part_of_the_live_events() -> None:
+    _, session, events = await _live(action(call("echo", 1, text="a")), answer("done"))
+    assert replay(session) == lasting(events)
+
+
+@pytest.mark.asyncio
+async def test_replay_frames_equal_the_live_frames() -> None:
+    _, session, events = await _live(action(call("echo", 1, text="a")), answer("done"))
+    assert [wire.update_params(e) for e in replay(session)] == [
+        wire.update_params(e) for e in lasting(events)
+    ]
+
+
+@pytest.mark.asyncio
+async def test_replay_of_a_loop_stopped_session_equals_the_live_run() -> None:
+    replies = [action(call("echo", n, text="x")) for n in range(4)]
+    _, session, events = await _live(*replies)
+    assert session.stop_reason is StopReason.LOOP_DETECTED
+    assert replay(session) == lasting(events)
+
+
+@pytest.mark.asyncio
+async def test_replay_of_a_declined_call_equals_the_live_run() -> None:
+    replies = [action(call("wipe", 1)), answer("left alone")]
+    _, session, events = await _live(*replies, approver=Approver((Decision.REJECT_ONCE, "no")))
+    assert replay(session) == lasting(events)
+
+
+@pytest.mark.asyncio
+async def test_replayed_usage_is_the_running_total_a_live_run_reported() -> None:
+    _, session, _ = await _live(action(call("echo", 1, text="a")), answer("done"))
+    totals = [e.total for e in replay(session) if isinstance(e, UsageReported)]
+    assert totals == [TokenUsage(10, 2, 5), TokenUsage(20, 4, 10)]
+
+
+# -- the edge mapping and errors ---------------------------------------------------------------------
+
+
+def test_each_event_maps_to_its_update_kind() -> None:
+    obs = Observation("c1", "echo", "out")
+    events: list[AgentEvent] = [
+        ThoughtChunk("s", 0, "hm"),
+        ToolCallPending("s", 0, call("echo", 1, text="a")),
+        ToolCallStarted("s", 0, "c1"),
+        ToolCallFinished("s", 0, obs),
+        AnswerChunk("s", 0, "done"),
+        UsageReported("s", 0, TokenUsage(1, 2, 3), TokenUsage(1, 2, 3)),
+        StatusChanged("s", 1, SessionStatus.FINISHED, StopReason.END_TURN),
+    ]
+    bodies = [wire.update_body(e) for e in events]
+    assert [b["kind"] for b in bodies] == [
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "tool_call_update",
+        "agent_message_chunk",
+        "usage_update",
+        "status",
+    ]
+    assert bodies[2]["status"] == "in_progress" and bodies[3]["status"] == "completed"
+    assert bodies[6] == {"kind": "status", "status": "finished", "stopReason": "end_turn"}
+    assert json.loads(json.dumps(bodies)) == bodies
+
+
+def test_every_domain_error_carries_its_code_and_reason() -> None:
+    errors: list[AgentError] = [
+        UnknownSession("s"),
+        SessionBusy("s"),
+        SessionFinished("s", "end_turn"),
+        UnknownTool(["x"], []),
+        UnknownApproval("s", "c"),
+    ]
+    assert [(e.code, e.reason) for e in errors] == [
+        (-32602, "unknown_session"),
+        (-32001, "session_busy"),
+        (-32602, "session_finished"),
+        (-32602, "unknown_tool"),
+        (-32602, "unknown_approval"),
+    ]
