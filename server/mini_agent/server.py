@@ -487,7 +487,8 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO, *, ndjson: bool) -> None:
 
     stop = threading.Event()
     server._stop_event = stop  # JsonRPCServer.shutdown() sets it, as with start_io
-    server.protocol.set_writer(framing.SafeWriter(stdout, newline=ndjson), include_headers=not ndjson)
+    writer = framing.SafeWriter(stdout, newline=ndjson)
+    server.protocol.set_writer(writer, include_headers=not ndjson)
     source = framing.Source(stdin, server.thread_pool)
     read = framing.read_lines if ndjson else framing.read_frames
     assert isinstance(server.protocol, AgentProtocol)
@@ -497,4 +498,5 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO, *, ndjson: bool) -> None:
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
+        writer.flush()  # what the last turn of the loop wrote
         server.shutdown()  # type: ignore[no-untyped-call]
