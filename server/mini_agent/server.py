@@ -8,6 +8,7 @@ agent request arrives, so `initialize` is answered as fast as a bare pygls serve
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Generator
@@ -115,9 +116,20 @@ class AgentProtocol(LanguageServerProtocol):
         super()._send_response(msg_id, result, error)
 
     def notify_json(self, method: str, params: dict[str, Any]) -> None:
-        """A notification whose params are already plain JSON: skips pygls' attrs/cattrs round trip,
-        which costs more than everything else on the streaming path."""
-        self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+        """A notification whose params are already plain JSON, framed here: pygls' attrs/cattrs
+        round trip and its per-message logging cost more than the rest of a step's notifications.
+        Anything that is not plain JSON after all goes pygls' way."""
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        try:
+            body = json.dumps(message).encode()
+        except (TypeError, ValueError):
+            body = b""
+        if not body or self.writer is None:  # pygls reports a missing writer
+            self._send_data(message)
+            return
+        if self._include_headers:
+            body = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        self.writer.write(body)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
