@@ -19,11 +19,12 @@ What is measured (see bench/README.md for the method and the caveats):
    ideal of 5 × 0.2 s.
 5. Capacity: steps per second of one daemon with 1, 8 and 64 sessions running at once against a
    model with no latency (store on).
-6. Memory per idle session: the daemon's RSS growth over 100 sessions started and left, and over
-   100 sessions run to their end (store on).
+6. Memory per idle session: the daemon's RSS growth over 300 sessions started and left, and over
+   300 sessions run to their end (store on).
 
 With `--baseline TREE` (another checkout, e.g. `git archive <commit> | tar -x -C /tmp/old`), every
-mini-agent figure is measured for that tree too, in the same run, interleaved where it matters.
+mini-agent figure is measured for that tree too, in the same run: the two daemons run side by side
+and take turns episode by episode and round by round, so that a noisy moment hits both.
 
 The peers live in their own virtual environment (bench/.peers-venv); they are never runtime
 dependencies. Helper processes are this same file started with `--role`.
@@ -58,7 +59,7 @@ PEERS = ["langchain>=1.0", "smolagents>=1.20", "mcp", "python-lsp-server", "jedi
 EPISODE_STEPS = 20
 CONCURRENT_SESSIONS, CONCURRENT_STEPS, LATENCY_S = 50, 5, 0.2
 CAPACITY_SESSIONS = (1, 8, 64)
-IDLE_SESSIONS, IDLE_STEPS = 100, 5
+IDLE_SESSIONS, IDLE_STEPS, IDLE_BATCH = 300, 5, 50
 
 TOOLS_FILE = '''def add(a: int, b: int) -> int:
     """Add two integers.
@@ -302,22 +303,21 @@ def workspace() -> Path:
     return root
 
 
-async def per_step_mini_agent(tree: Tree, episodes: int, *, store: bool) -> tuple[list[float], list[float]]:
-    """(seconds per step of each episode, seconds of bare model requests made between the episodes).
+async def per_step_mini_agent(trees: list[Tree], episodes: int, *, store: bool
+                              ) -> dict[str, tuple[list[float], list[float]]]:
+    """For each tree: (seconds per step of each episode, seconds of bare model requests made between
+    the episodes). The trees' daemons run side by side and take turns, episode by episode.
 
     The bare requests are what one step's model call costs the client on its own, measured in the
     same moments as the episodes, so that the daemon's share can be told from the model server's.
     """
     import aiohttp
-    from mini_agent_client import AgentClient
 
-    async with model_server(0.0, EPISODE_STEPS) as base_url, aiohttp.ClientSession() as http:
-        options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"},
-                   "store": {"enabled": store}}
-        async with AgentClient.spawn(root=workspace(), options=options, env=daemon_env(tree)) as client:
-            await client.register_tool("bench_tools.py", function="add")
-            per_step, bare = [], []
-            for episode in range(episodes + 1):  # the first is the warm-up
+    figures: dict[str, tuple[list[float], list[float]]] = {tree.label: ([], []) for tree in trees}
+    async with daemons(trees, 0.0, EPISODE_STEPS, store=store) as (base_url, clients), \
+            aiohttp.ClientSession() as http:
+        for episode in range(episodes + 1):  # the first is the warm-up
+            for label, client in clients.items():
                 session_id = await client.start_session("Add up.")
                 started = time.perf_counter()
                 result = await client.call("agent/run", {"sessionId": session_id})
@@ -325,9 +325,9 @@ async def per_step_mini_agent(tree: Tree, episodes: int, *, store: bool) -> tupl
                 assert result["stopReason"] == "end_turn" and result["steps"] == EPISODE_STEPS, result
                 times = [await _bare_request(http, base_url) for _ in range(EPISODE_STEPS)]
                 if episode:
-                    per_step.append(elapsed / EPISODE_STEPS)
-                    bare += times
-    return per_step, bare
+                    figures[label][0].append(elapsed / EPISODE_STEPS)
+                    figures[label][1].extend(times)
+    return figures
 
 
 async def _bare_request(http: Any, base_url: str) -> float:
@@ -462,17 +462,21 @@ async def cold_start_figures(peers: Peers, trees: list[Tree], runs: int
 
 
 @contextlib.asynccontextmanager
-async def bench_daemon(tree: Tree, latency: float, steps: int, *, store: bool = True) -> AsyncIterator[Any]:
-    """A daemon of `tree` with the `add` tool, against a replayed model: each session calls `add`
-    steps-1 times, then answers."""
+async def daemons(trees: list[Tree], latency: float, steps: int, *, store: bool = True
+                  ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """(the model's URL, a client per tree): a daemon of each tree with the `add` tool, against one
+    replayed model where each session calls `add` steps-1 times, then answers."""
     from mini_agent_client import AgentClient
 
-    async with model_server(latency, steps) as base_url:
+    async with model_server(latency, steps) as base_url, contextlib.AsyncExitStack() as stack:
         options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"},
                    "store": {"enabled": store}}
-        async with AgentClient.spawn(root=workspace(), options=options, env=daemon_env(tree)) as client:
+        clients = {}
+        for tree in trees:
+            clients[tree.label] = client = await stack.enter_async_context(
+                AgentClient.spawn(root=workspace(), options=options, env=daemon_env(tree)))
             await client.register_tool("bench_tools.py", function="add")
-            yield client
+        yield base_url, clients
 
 
 async def run_all(client: Any, count: int, steps: int) -> float:
@@ -485,38 +489,58 @@ async def run_all(client: Any, count: int, steps: int) -> float:
     return wall
 
 
-async def concurrency_figure(tree: Tree, *, store: bool) -> tuple[float, float]:
-    """(wall seconds for all sessions, efficiency = ideal / wall)."""
-    async with bench_daemon(tree, LATENCY_S, CONCURRENT_STEPS, store=store) as client:
-        for _ in range(2):  # the first round warms up: tool hosts start on demand, imports, caches
-            wall = await run_all(client, CONCURRENT_SESSIONS, CONCURRENT_STEPS)
-    return wall, CONCURRENT_STEPS * LATENCY_S / wall
+async def concurrency_figures(trees: list[Tree], rounds: int, *, store: bool
+                              ) -> dict[str, tuple[float, float]]:
+    """For each tree: (median wall seconds of a round, efficiency = ideal / that wall); the trees take
+    turns round by round, after a warm-up round each (tool hosts start on demand, imports, caches)."""
+    walls: dict[str, list[float]] = {tree.label: [] for tree in trees}
+    async with daemons(trees, LATENCY_S, CONCURRENT_STEPS, store=store) as (_, clients):
+        for round_no in range(rounds + 1):
+            for label, client in clients.items():
+                wall = await run_all(client, CONCURRENT_SESSIONS, CONCURRENT_STEPS)
+                if round_no:
+                    walls[label].append(wall)
+    ideal = CONCURRENT_STEPS * LATENCY_S
+    return {label: (statistics.median(w), ideal / statistics.median(w)) for label, w in walls.items()}
 
 
-async def capacity_figures(tree: Tree) -> dict[int, float]:
-    """Steps per second of one daemon (store on) with n sessions at once, model without latency."""
-    async with bench_daemon(tree, 0.0, EPISODE_STEPS) as client:
-        await run_all(client, 8, EPISODE_STEPS)  # warm-up
-        return {n: n * EPISODE_STEPS / await run_all(client, n, EPISODE_STEPS) for n in CAPACITY_SESSIONS}
+async def capacity_figures(trees: list[Tree], rounds: int) -> dict[str, dict[int, float]]:
+    """For each tree, steps per second of one daemon (store on) with n sessions at once, model
+    without latency: the median of `rounds`, the trees taking turns."""
+    rates: dict[str, dict[int, list[float]]] = {t.label: {n: [] for n in CAPACITY_SESSIONS} for t in trees}
+    async with daemons(trees, 0.0, EPISODE_STEPS) as (_, clients):
+        for client in clients.values():
+            await run_all(client, 8, EPISODE_STEPS)  # warm-up
+        for _ in range(rounds):
+            for n in CAPACITY_SESSIONS:
+                for label, client in clients.items():
+                    rates[label][n].append(n * EPISODE_STEPS / await run_all(client, n, EPISODE_STEPS))
+    return {label: {n: statistics.median(r) for n, r in by_n.items()} for label, by_n in rates.items()}
 
 
-async def idle_memory_figures(tree: Tree) -> tuple[float, float, float]:
-    """(RSS MiB once warmed up, KiB per session started and left, KiB per session run to its end),
-    store on; each RSS is read after a second of quiet."""
-    async def settled_rss() -> float:
+async def idle_memory_figures(trees: list[Tree]) -> dict[str, tuple[float, float, float]]:
+    """For each tree: (RSS MiB once warmed up, KiB per session started and left, KiB per session run
+    to its end), store on. Sessions run in batches of the warm-up's size, so that what a batch needs
+    while it runs is there before the first reading; each RSS is read after a second of quiet."""
+    async def settled_rss(client: Any) -> float:
         await asyncio.sleep(1.0)
         return rss_mib(client.process.pid)
 
-    async with bench_daemon(tree, 0.0, IDLE_STEPS) as client:
-        await run_all(client, 8, IDLE_STEPS)  # warm-up: imports, the tool host, caches
-        base = await settled_rss()
-        for i in range(IDLE_SESSIONS):
-            await client.start_session(f"Left alone, {i}.")
-        started = await settled_rss()
-        await run_all(client, IDLE_SESSIONS, IDLE_STEPS)
-        finished = await settled_rss()
-    per = 1024 / IDLE_SESSIONS
-    return base, (started - base) * per, (finished - started) * per
+    figures = {}
+    async with daemons(trees, 0.0, IDLE_STEPS) as (_, clients):
+        for label, client in clients.items():
+            for _ in range(2):  # warm-up: imports, the tool host, caches, a batch's buffers
+                await run_all(client, IDLE_BATCH, IDLE_STEPS)
+            base = await settled_rss(client)
+            for i in range(IDLE_SESSIONS):
+                await client.start_session(f"Left alone, {i}.")
+            started = await settled_rss(client)
+            for _ in range(IDLE_SESSIONS // IDLE_BATCH):
+                await run_all(client, IDLE_BATCH, IDLE_STEPS)
+            finished = await settled_rss(client)
+            per = 1024 / IDLE_SESSIONS
+            figures[label] = base, (started - base) * per, (finished - started) * per
+    return figures
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -550,7 +574,7 @@ def _load() -> str:
 
 
 async def measure(peers: Peers, quick: bool, baseline: Tree | None) -> str:
-    episodes, count, runs = (3, 100, 3) if quick else (10, 500, 7)
+    episodes, count, runs, rounds = (3, 100, 3, 1) if quick else (10, 500, 7, 3)
     trees = [THIS] if baseline is None else [THIS, baseline]
     sections = [f"# mini-agent vs peers\n\n{machine()}\n- peers: " +
                 ", ".join(f"{k} {v}" for k, v in peers.versions.items())]
@@ -558,10 +582,8 @@ async def measure(peers: Peers, quick: bool, baseline: Tree | None) -> str:
         sections[0] += f"\n- {baseline.label}: the checkout at `{baseline.root}`, measured in the same run"
 
     print("per-step overhead …", file=sys.stderr)
-    steps: dict[tuple[str, bool], tuple[list[float], list[float]]] = {}
-    for store in (True, False):
-        for tree in trees:
-            steps[tree.label, store] = await per_step_mini_agent(tree, episodes, store=store)
+    steps = {(label, store): figures for store in (True, False)
+             for label, figures in (await per_step_mini_agent(trees, episodes, store=store)).items()}
     langchain = per_step_peer(peers, "langchain", episodes)
     smol = per_step_peer(peers, "smolagents", episodes)
     title = "## 1. Overhead per agent step (20-step scripted episode, median ms per step)"
@@ -587,30 +609,30 @@ async def measure(peers: Peers, quick: bool, baseline: Tree | None) -> str:
          for name, values in starts.items()]))
 
     print("concurrency …", file=sys.stderr)
-    concurrency = {(tree.label, store): await concurrency_figure(tree, store=store)
-                   for store in (True, False) for tree in trees}
+    concurrency = {(label, store): figures for store in (True, False)
+                   for label, figures in (await concurrency_figures(trees, rounds, store=store)).items()}
     ideal = f"{CONCURRENT_STEPS * LATENCY_S:.2f}"
     sections.append(
         f"## 4. {CONCURRENT_SESSIONS} concurrent sessions × {CONCURRENT_STEPS} steps, model latency "
-        f"{LATENCY_S * 1e3:.0f} ms (second round: the first warms up)\n\n" + table(
+        f"{LATENCY_S * 1e3:.0f} ms (median of {rounds} rounds after a warm-up round)\n\n" + table(
             ["system", "wall s", "ideal s", "efficiency"],
             [[f"{label}, store {'on (the default)' if store else 'off'}", f"{wall:.2f}", ideal,
               f"{efficiency:.0%}"] for (label, store), (wall, efficiency) in concurrency.items()]))
 
     print("capacity …", file=sys.stderr)
-    capacity = {tree.label: await capacity_figures(tree) for tree in trees}
+    capacity = await capacity_figures(trees, rounds)
     sections.append(
         f"## 5. Capacity: steps per second of one daemon, store on, model without latency "
-        f"({EPISODE_STEPS}-step sessions, all started at once)\n\n" + table(
+        f"({EPISODE_STEPS}-step sessions, all started at once; median of {rounds} rounds)\n\n" + table(
             ["system", *(f"{n} session{'s' if n > 1 else ''}" for n in CAPACITY_SESSIONS)],
             [[label, *(f"{figures[n]:.0f}" for n in CAPACITY_SESSIONS)]
              for label, figures in capacity.items()]))
 
     print("memory per idle session …", file=sys.stderr)
-    memory = {tree.label: await idle_memory_figures(tree) for tree in trees}
+    memory = await idle_memory_figures(trees)
     sections.append(
-        f"## 6. Memory per idle session (store on; RSS growth over {IDLE_SESSIONS} sessions, read after "
-        "a second of quiet)\n\n" + table(
+        f"## 6. Memory per idle session (store on; RSS growth over {IDLE_SESSIONS} sessions, run in "
+        f"batches of {IDLE_BATCH}; read after a second of quiet)\n\n" + table(
             ["system", "RSS after warm-up MiB", "KiB per session started and left",
              f"KiB per session run to its end ({IDLE_STEPS} steps)"],
             [[label, f"{base:.1f}", f"{started:.0f}", f"{finished:.0f}"]
