@@ -20,6 +20,7 @@ import sys
 from typing import Any, BinaryIO
 
 from . import __version__
+from .contracts import TOOL_MODES
 
 PROTOCOL_VERSION = 1
 METHODS = (
@@ -47,7 +48,7 @@ def agent_capabilities() -> dict[str, Any]:
         "methods": list(METHODS),
         "notifications": ["agent/update", "agent/toolsChanged"],
         "serverRequests": ["agent/requestPermission", "agent/executeTool"],
-        "toolModes": ["react", "native", "auto"],
+        "toolModes": list(TOOL_MODES),
     }
 
 

@@ -6,12 +6,17 @@ strings, tool calls, HTTP errors, retries, cut streams. It records every request
 
 Script (JSON): a list of turns, or an object
 
-    {"turns": [...], "repeat_last": false, "reject_tools": false, "honour_stop": true, "model": "replay"}
+    {"turns": [...], "repeat_last": false, "reject_tools": false, "refuse_formats": {},
+     "honour_stop": true, "model": "replay"}
 
 Turns are consumed one per request, in arrival order (an error answer consumes its turn too, so
 `[{"status": 429, ...}, {"content": ...}]` scripts a retry). Past the end, the last turn repeats if
 `repeat_last`, else the server answers 410. `reject_tools` answers 400 to any request carrying
-`tools`, before consuming a turn (as a server validating its input would). `honour_stop` cuts the
+`tools`, before consuming a turn (as a server validating its input would). `refuse_formats` maps a
+`response_format` type to the HTTP status refusing it, also before consuming a turn: 500 plays
+llama-cpp-python 0.3.36 refusing `json_schema` (a validation error naming `response_format`), any
+other status a plain refusal. The server never enforces a format: what a turn says is what it sends,
+so a script can play a server that ignores `response_format`. `honour_stop` cuts the
 reply at the earliest of the request's stop strings and drops the string, as vLLM and llama.cpp do;
 false plays a server that ignores `stop`. A turn's keys:
 
@@ -61,7 +66,7 @@ _TURN_KEYS = frozenset(
         "finish_reason",
     }
 )
-_SCRIPT_KEYS = frozenset({"turns", "repeat_last", "reject_tools", "honour_stop", "model"})
+_SCRIPT_KEYS = frozenset({"turns", "repeat_last", "reject_tools", "refuse_formats", "honour_stop", "model"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +120,7 @@ class Script:
     turns: tuple[Turn, ...] = ()
     repeat_last: bool = False
     reject_tools: bool = False
+    refuse_formats: Mapping[str, int] = field(default_factory=dict)
     honour_stop: bool = True
     model: str = "replay"
 
@@ -128,6 +134,7 @@ class Script:
             turns=tuple(Turn.from_json(t) for t in raw.get("turns") or ()),
             repeat_last=bool(raw.get("repeat_last", False)),
             reject_tools=bool(raw.get("reject_tools", False)),
+            refuse_formats={str(k): int(v) for k, v in (raw.get("refuse_formats") or {}).items()},
             honour_stop=bool(raw.get("honour_stop", True)),
             model=str(raw.get("model", "replay")),
         )
@@ -208,6 +215,11 @@ class ReplayServer:
         """Every request body, parsed, in arrival order."""
         return [e.body for e in self.exchanges]
 
+    @property
+    def response_formats(self) -> list[dict[str, Any] | None]:
+        """Each request's `response_format` (None where it had none), in arrival order."""
+        return [e.body.get("response_format") for e in self.exchanges]
+
     async def __aenter__(self) -> ReplayServer:
         await self.start()
         return self
@@ -274,6 +286,9 @@ class ReplayServer:
         exchange.body = body
         if self.script.reject_tools and body.get("tools"):
             return self._error(exchange, 400, "this server does not support tools: remove the `tools` field")
+        refusal = self._format_refusal(body.get("response_format"))
+        if refusal is not None:
+            return self._error(exchange, *refusal)
         turn = await self._turn_for(body)
         if turn is None:
             return self._error(exchange, 410, f"the replay script has no turn for request {exchange.number}")
@@ -286,6 +301,16 @@ class ReplayServer:
         if body.get("stream"):
             return await self._stream(request, exchange, reply, turn)
         return await self._whole(request, exchange, reply, turn)
+
+    def _format_refusal(self, response_format: Any) -> tuple[int, str] | None:
+        kind = response_format.get("type") if isinstance(response_format, dict) else None
+        status = self.script.refuse_formats.get(kind) if isinstance(kind, str) else None
+        if status is None:
+            return None
+        if status == 500:  # llama-cpp-python's pydantic error, passed on as an internal error
+            where = "'loc': ('body', 'response_format', 'type')"
+            return status, f"1 validation error:\n  {{'type': 'literal_error', {where}, 'input': {kind!r}}}"
+        return status, f"response_format type {kind!r} is not supported by this server"
 
     async def _turn_for(self, body: dict[str, Any]) -> Turn | None:
         if self._responder is not None:
