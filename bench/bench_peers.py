@@ -317,7 +317,7 @@ async def per_step_mini_agent(trees: list[Tree], episodes: int, *, store: bool
     async with daemons(trees, 0.0, EPISODE_STEPS, store=store) as (base_url, clients), \
             aiohttp.ClientSession() as http:
         for episode in range(episodes + 1):  # the first is the warm-up
-            for label, client in clients.items():
+            for label, client in turns(clients, episode):
                 session_id = await client.start_session("Add up.")
                 started = time.perf_counter()
                 result = await client.call("agent/run", {"sessionId": session_id})
@@ -479,6 +479,13 @@ async def daemons(trees: list[Tree], latency: float, steps: int, *, store: bool 
         yield base_url, clients
 
 
+def turns(clients: dict[str, Any], round_no: int) -> list[tuple[str, Any]]:
+    """The daemons in turn, the order reversed every other round: going first costs a few per cent
+    (two copies of one tree measured so)."""
+    order = list(clients.items())
+    return order[::-1] if round_no % 2 else order
+
+
 async def run_all(client: Any, count: int, steps: int) -> float:
     """Start `count` sessions, run them all at once; the wall seconds of the runs."""
     sessions = [await client.start_session(f"Add up, {i}.") for i in range(count)]
@@ -496,7 +503,7 @@ async def concurrency_figures(trees: list[Tree], rounds: int, *, store: bool
     walls: dict[str, list[float]] = {tree.label: [] for tree in trees}
     async with daemons(trees, LATENCY_S, CONCURRENT_STEPS, store=store) as (_, clients):
         for round_no in range(rounds + 1):
-            for label, client in clients.items():
+            for label, client in turns(clients, round_no):
                 wall = await run_all(client, CONCURRENT_SESSIONS, CONCURRENT_STEPS)
                 if round_no:
                     walls[label].append(wall)
@@ -511,9 +518,9 @@ async def capacity_figures(trees: list[Tree], rounds: int) -> dict[str, dict[int
     async with daemons(trees, 0.0, EPISODE_STEPS) as (_, clients):
         for client in clients.values():
             await run_all(client, 8, EPISODE_STEPS)  # warm-up
-        for _ in range(rounds):
+        for round_no in range(rounds):
             for n in CAPACITY_SESSIONS:
-                for label, client in clients.items():
+                for label, client in turns(clients, round_no):
                     rates[label][n].append(n * EPISODE_STEPS / await run_all(client, n, EPISODE_STEPS))
     return {label: {n: statistics.median(r) for n, r in by_n.items()} for label, by_n in rates.items()}
 
@@ -574,7 +581,7 @@ def _load() -> str:
 
 
 async def measure(peers: Peers, quick: bool, baseline: Tree | None) -> str:
-    episodes, count, runs, rounds = (3, 100, 3, 1) if quick else (10, 500, 7, 3)
+    episodes, count, runs, rounds = (4, 100, 3, 2) if quick else (20, 500, 7, 4)
     trees = [THIS] if baseline is None else [THIS, baseline]
     sections = [f"# mini-agent vs peers\n\n{machine()}\n- peers: " +
                 ", ".join(f"{k} {v}" for k, v in peers.versions.items())]
