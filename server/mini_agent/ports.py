@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from .contracts import LLMConfig, LLMResponse, Message, Observation, TextSink, ToolCall, ToolSpec
+from .contracts import (
+    LLMConfig,
+    LLMResponse,
+    Message,
+    NoticeSink,
+    Observation,
+    TextSink,
+    ToolCall,
+    ToolSpec,
+)
 from .session import AgentSession, Decision
 
 
@@ -20,6 +29,8 @@ class LLMClient(Protocol):
         tools: Sequence[ToolSpec],
         config: LLMConfig,
         on_text: TextSink | None = None,
+        *,
+        on_retry: NoticeSink | None = None,
     ) -> LLMResponse: ...
 
 

@@ -117,10 +117,12 @@ class Stepper:
         def on_text(delta: str) -> None:
             self._emit(ThoughtChunk(sid, index, delta))
 
+        def on_retry(message: str) -> None:
+            self._emit(StatusChanged(sid, index, session.status, message=message))
+
         llm_config = replace(session.config.llm, api_key=self._api_key(session))
-        response = await race(
-            flight, self._llm.generate(session.messages, session.tools, llm_config, on_text)
-        )
+        reply = self._llm.generate(session.messages, session.tools, llm_config, on_text, on_retry=on_retry)
+        response = await race(flight, reply)
         calls, model_ids = _keyed(session, index, response.tool_calls)
         record = StepRecord(
             index=index,

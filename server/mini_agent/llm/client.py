@@ -19,6 +19,7 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from ..contracts import (
@@ -26,6 +27,7 @@ from ..contracts import (
     LLMError,
     LLMResponse,
     Message,
+    NoticeSink,
     Role,
     TextSink,
     ToolCall,
@@ -137,6 +139,21 @@ class OpenAICompatibleClient:
         tools: Sequence[ToolSpec],
         config: LLMConfig,
         on_text: TextSink | None = None,
+        *,
+        on_retry: NoticeSink | None = None,
+    ) -> LLMResponse:
+        token = _ON_RETRY.set(on_retry)
+        try:
+            return await self._generate(messages, tools, config, on_text)
+        finally:
+            _ON_RETRY.reset(token)
+
+    async def _generate(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        config: LLMConfig,
+        on_text: TextSink | None,
     ) -> LLMResponse:
         if config.tool_mode != "auto":
             return await self._in_mode(config.tool_mode, messages, tools, config, on_text, fallback=False)
@@ -296,17 +313,20 @@ class OpenAICompatibleClient:
                     raise _ToolsRejected from exc
                 if fallback and "response_format" in payload and exc.refuses_format:
                     raise _FormatRejected from exc
+                what = _describe_status(exc)
                 if last_try or not exc.retryable:
-                    raise _failure(config, _describe_status(exc), attempt, exc.status) from exc
+                    raise _failure(config, what, attempt, exc.status) from exc
                 delay = self._delay(attempt, exc.retry_after)
             except (BadReply, OverLimit) as exc:
                 raise _failure(config, str(exc), attempt) from exc
             except (TransportError, TimeoutError, StreamCut) as exc:
+                what = _describe(exc, config)
                 refused_nearby = isinstance(exc, TransportError) and exc.refused_nearby
                 if last_try or sink.used or refused_nearby:
                     advice = _REPOINT if isinstance(exc, TransportError) and exc.unreachable else ""
-                    raise _failure(config, _describe(exc, config), attempt, advice=advice) from exc
+                    raise _failure(config, what, attempt, advice=advice) from exc
                 delay = self._delay(attempt, None)
+            _notice_retry(config, what, delay, attempt)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last try always returns or raises")
 
@@ -457,6 +477,21 @@ def _describe_status(exc: _HTTPStatusError) -> str:
     elif exc.status == 404:
         hint = " (check the base URL, which usually ends in /v1, and the model name)"
     return f"it answered HTTP {exc.status}" + (f": {said}" if said else "") + hint
+
+
+# The session's notice sink for this request, set by `generate`: retries happen deep in the transport
+# loop, and threading a second callback through every mode's request path would only carry it there.
+_ON_RETRY: ContextVar[NoticeSink | None] = ContextVar("mini_agent_on_retry", default=None)
+
+
+def _notice_retry(config: LLMConfig, what: str, delay: float, attempt: int) -> None:
+    """Say a retry is coming, so a person sees progress instead of silence while the server is away."""
+    notice = _ON_RETRY.get()
+    if notice is not None:
+        notice(
+            f"The model server at {config.base_url} could not be used: {what}; trying again in {delay:.1f} s "
+            f"(try {attempt + 2} of {config.max_retries + 1})."
+        )
 
 
 def _failure(
