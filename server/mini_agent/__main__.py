@@ -8,6 +8,6 @@ if sys.argv[1:2] == ["acp"]:
 
     acp_main(sys.argv[2:])
 else:
-    from .server import main
+    from .boot import main
 
     main()

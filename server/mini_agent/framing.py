@@ -18,7 +18,7 @@ import re
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
-from typing import Any, BinaryIO, Protocol
+from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 
@@ -64,10 +64,18 @@ def max_frame_bytes() -> int:
     return value
 
 
+class Readable(Protocol):
+    """What the reader needs of stdin (a binary file, or boot.py's stdin with the first frame put back)."""
+
+    def readline(self, limit: int, /) -> bytes: ...
+
+    def read(self, size: int, /) -> bytes: ...
+
+
 class Source:
     """A blocking binary stream read in a worker thread, so the event loop never waits on stdin."""
 
-    def __init__(self, stream: BinaryIO, executor: Executor | None) -> None:
+    def __init__(self, stream: Readable, executor: Executor | None) -> None:
         self._stream = stream
         self._executor = executor
 

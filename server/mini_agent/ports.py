@@ -45,7 +45,8 @@ class ToolExecutor(Protocol):
 class SessionStore(Protocol):
     """Durable sessions. `save` is called at every checkpoint and must write only what changed; a
     lease keeps two daemons from stepping one session at once, and `heartbeat` keeps it fresh for
-    daemons on other hosts, which can only judge it by age (`lease_stale_after` seconds)."""
+    daemons on other hosts, which can only judge it by age (`lease_stale_after` seconds). The runtime
+    lets go of finished sessions; `forget` tells the store to drop its memory of one (not its rows)."""
 
     lease_stale_after: float
 
@@ -60,6 +61,8 @@ class SessionStore(Protocol):
     def heartbeat(self, owner: str) -> int: ...
 
     def release(self, session_id: str, owner: str) -> bool: ...
+
+    def forget(self, session_id: str) -> None: ...
 
 
 class Approver(Protocol):
