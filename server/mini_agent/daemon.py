@@ -16,6 +16,7 @@ from . import wire
 from .contracts import LLMConfig, ToolCall, ToolSpec
 from .events import AgentEvent, ThoughtChunk
 from .llm.client import OpenAICompatibleClient
+from .llm.window import ServerWindowProbe
 from .params import InitOptions, RegisterToolParams
 from .runtime import AgentRuntime
 from .session import AgentConfig, AgentSession, Decision
@@ -60,6 +61,7 @@ class Daemon:
             events=self._on_update,
             approver=self,
             store=self.store,
+            probe=ServerWindowProbe(),
         )
         self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
         self._thought_parts: dict[tuple[str, int], list[str]] = {}

@@ -15,7 +15,7 @@ from .book import SessionBook
 from .contracts import LLMConfig, Message, Role, SessionStatus, StopReason, ToolSpec
 from .errors import SessionBusy, SessionFinished, UnknownApproval, UnknownSession, UnknownTool
 from .events import AgentEvent, EventSink
-from .ports import Approver, LLMClient, SessionStore, ToolExecutor
+from .ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
 from .session import AgentConfig, AgentSession, Decision, StepRecord, new_session_id
 from .stepper import CANCELLED_NOTE, DECLINED, INTERRUPTED, LOOP_NOTE, Stepper
 from .trajectory import replay
@@ -53,6 +53,7 @@ class AgentRuntime:
         store: SessionStore | None = None,
         events: EventSink | None = None,
         approver: Approver | None = None,
+        probe: WindowProbe | None = None,
     ) -> None:
         self._tools = tools
         self.defaults = defaults or AgentConfig()
@@ -65,6 +66,7 @@ class AgentRuntime:
             emit=events,
             approver=approver,
             approve=self.approve,
+            probe=probe,
         )
 
     @property

@@ -14,6 +14,8 @@ from enum import StrEnum
 
 from .contracts import (
     MAX_STEPS,
+    Compaction,
+    ContextUse,
     LLMConfig,
     Message,
     Observation,
@@ -82,6 +84,8 @@ class StepRecord:
     usage: TokenUsage = field(default_factory=TokenUsage)
     elapsed_ms: float = 0.0
     tool_mode: str = ""
+    context: ContextUse | None = None  # the request's share of the window
+    compaction: Compaction | None = None  # set on the step whose request compacted older turns
 
 
 @dataclass(slots=True)

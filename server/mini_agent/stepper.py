@@ -14,6 +14,8 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from .book import Flight, SessionBook
+from .budget import too_long, window_use
+from .context import ContextKeeper
 from .contracts import LLMError, Message, Observation, Role, SessionStatus, StopReason, ToolCall, ToolSpec
 from .events import (
     AgentEvent,
@@ -27,7 +29,7 @@ from .events import (
     UsageReported,
 )
 from .loops import streaks
-from .ports import Approver, LLMClient, ToolExecutor
+from .ports import Approver, LLMClient, ToolExecutor, WindowProbe
 from .session import AgentSession, Decision, PendingApproval, StepRecord
 from .trajectory import answered
 
@@ -63,8 +65,10 @@ class Stepper:
         emit: EventSink | None,
         approver: Approver | None,
         approve: Callable[[str, str, Decision, str | None], None],
+        probe: WindowProbe | None = None,
     ) -> None:
         self._llm = llm
+        self._context = ContextKeeper(llm, probe, self._emit)
         self._tools = tools
         self._book = book
         self._api_key = api_key
@@ -106,9 +110,20 @@ class Stepper:
             self._emit(ThoughtChunk(sid, index, delta))
 
         llm_config = replace(session.config.llm, api_key=self._api_key())
-        response = await race(
-            flight, self._llm.generate(session.messages, session.tools, llm_config, on_text)
-        )
+        for force in (False, True):  # a refusal for length gets one compaction and one retry
+            request = await race(flight, self._context.prepare(session, index, llm_config, force=force))
+            try:
+                response = await race(
+                    flight, self._llm.generate(request.messages, request.tools, request.config, on_text)
+                )
+                break
+            except LLMError as exc:
+                if not exc.context_overflow:
+                    raise
+                self._context.learn(llm_config, exc)
+        else:
+            why = too_long(request.window, request.use.tokens)
+            return StepRecord(index, stop_reason=StopReason.MAX_TOKENS, error=why)
         record = StepRecord(
             index=index,
             thought=response.thought,
@@ -117,11 +132,13 @@ class Stepper:
             final_answer=response.final_answer,
             usage=response.usage,
             tool_mode=response.tool_mode,
+            context=request.use,
+            compaction=request.compaction,
         )
         session.steps.append(record)
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
         session.usage = session.usage + response.usage
-        self._emit(UsageReported(sid, index, record.usage, session.usage))
+        self._emit(UsageReported(sid, index, record.usage, session.usage, *window_use(record)))
         if answered(record):
             self._emit(AnswerChunk(sid, index, record.final_answer or ""))
             record.stop_reason = StopReason.END_TURN
@@ -220,8 +237,11 @@ class Stepper:
 
         async def one(call: ToolCall) -> None:
             self._emit(ToolCallStarted(session.session_id, record.index, call.id))
-            observation = await self._tools.execute(call, session_id=session.session_id)
-            self._observe(session, record, observation)
+            if self._context.serves(session, call):
+                observation = self._context.read(session, record, call)
+            else:
+                observation = await self._tools.execute(call, session_id=session.session_id)
+            self._observe(session, record, self._context.fit(session, record, observation))
 
         try:
             await race(flight, asyncio.gather(*(one(call) for call in calls)))
@@ -236,7 +256,8 @@ class Stepper:
             order = [call.id for call in record.tool_calls]
             record.observations.sort(key=lambda obs: order.index(obs.call_id))
             session.messages += [
-                Message(Role.TOOL, obs.output, tool_call_id=obs.call_id, name=obs.tool_name)
+                Message(Role.TOOL, obs.output if obs.shown is None else obs.shown, tool_call_id=obs.call_id,
+                        name=obs.tool_name)
                 for obs in record.observations
             ]
         self._book.checkpoint(session)

@@ -8,6 +8,7 @@ running / awaiting-approval statuses, each step's interim status — is left out
 
 from __future__ import annotations
 
+from .budget import window_use
 from .contracts import TokenUsage
 from .events import (
     AgentEvent,
@@ -32,7 +33,7 @@ def step_events(session_id: str, record: StepRecord, total: TokenUsage) -> list[
     events += [ToolCallFinished(sid, index, obs) for obs in record.observations if record.tool_calls]
     if answered(record):
         events.append(AnswerChunk(sid, index, record.final_answer or ""))
-    events.append(UsageReported(sid, index, record.usage, total))
+    events.append(UsageReported(sid, index, record.usage, total, *window_use(record)))
     return events
 
 

@@ -47,6 +47,7 @@ from .replies import (
     read_whole,
 )
 from .transport import AiohttpTransport, Transport, TransportError
+from .window import overflow
 
 # Words in an error body that say the server cannot take the `tools` field.
 _TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)
@@ -210,6 +211,11 @@ class OpenAICompatibleClient:
             try:
                 return await self._attempt(url, body, config, sink, stops)
             except _HTTPStatusError as exc:
+                too_long, window = overflow(exc.status, exc.body)
+                if too_long:  # not a refusal of `tools`, and no retry will make it fit
+                    error = _failure(config, _describe_status(exc), attempt, exc.status)
+                    error.context_overflow, error.context_window = True, window
+                    raise error from exc
                 if fallback and "tools" in payload and exc.refuses_tools:
                     raise _ToolsRejected from exc
                 if last_try or not exc.retryable:
