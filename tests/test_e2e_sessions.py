@@ -53,7 +53,8 @@ def by_history(turns: list[dict[str, Any]]) -> Callable[[dict[str, Any]], dict[s
 
 
 def options(model: ReplayServer, **extra: Any) -> dict[str, Any]:
-    return {"llm": {"baseUrl": model.base_url, "toolMode": "react"}, **extra}
+    """The user's own workspace, trusted: its stored registrations come back at start."""
+    return {"llm": {"baseUrl": model.base_url, "toolMode": "react"}, "workspaceTrusted": True, **extra}
 
 
 def spawn(root: Path, opts: dict[str, Any]) -> Any:

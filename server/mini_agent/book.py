@@ -2,6 +2,8 @@
 
 Sessions are cached here and re-read when another daemon wrote them since; a session is stepped by one
 flight in this daemon and under one lease in the store, which a heartbeat keeps fresh while it runs.
+Checkpoints are best effort: a store that fails (disk full) leaves the newest state here, marked
+unsaved, and the next save that works writes it all.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .errors import SessionBusy, SessionFinished, UnknownSession
 from .ports import SessionStore
-from .session import AgentSession
+from .session import AgentSession, StoreUnavailable
 
 
 @dataclass(slots=True)
@@ -31,17 +33,19 @@ class SessionBook:
         self.owner = uuid.uuid4().hex
         self._sessions: dict[str, AgentSession] = {}
         self._flights: dict[str, Flight] = {}
+        self.unsaved: dict[str, StoreUnavailable] = {}  # sessions newer here than in the store
 
     def add(self, session: AgentSession) -> None:
         self._sessions[session.session_id] = session
         self.checkpoint(session)
 
     def get(self, session_id: str) -> AgentSession:
-        """The session's latest state: re-read from the store when another daemon wrote it since."""
+        """The session's latest state: re-read from the store when another daemon wrote it since
+        (unless the store could not take this daemon's newest state: then memory is the latest)."""
         session = self._sessions.get(session_id)
         store = self.store
-        stale = session is None or (store is not None and not store.is_current(session))
-        if store is not None and stale and session_id not in self._flights:
+        newest_here = session_id in self._flights or session_id in self.unsaved
+        if store is not None and not newest_here and (session is None or not store.is_current(session)):
             loaded = store.load(session_id)
             if loaded is not None:
                 session = self._sessions[session_id] = loaded
@@ -54,13 +58,41 @@ class SessionBook:
 
     def forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
+        self.unsaved.pop(session_id, None)
 
     def flight(self, session_id: str) -> Flight | None:
         return self._flights.get(session_id)
 
     def checkpoint(self, session: AgentSession) -> None:
-        if self.store is not None:
+        if self.store is None:
+            return
+        try:
             self.store.save(session)
+        except StoreUnavailable as exc:
+            self.unsaved[session.session_id] = exc
+        else:
+            self.unsaved.pop(session.session_id, None)
+
+    def adopt_decisions(self, session: AgentSession) -> None:
+        """Take up decisions another daemon sharing the store recorded (its agent/approve) while this
+        one holds the session; only the decisions: everything else here is the newer state."""
+        if self.store is None:
+            return
+        try:
+            if self.store.is_current(session):
+                return
+            stored = self.store.load(session.session_id)
+        except StoreUnavailable:
+            return  # look again at the next tick
+        if stored is None:
+            return
+        theirs = {p.call.id: p for p in stored.pending}
+        for pending in session.pending:
+            other = theirs.get(pending.call.id)
+            if pending.decision is None and other is not None and other.decision is not None:
+                pending.decision, pending.reason = other.decision, other.reason
+        for name, decision in stored.standing_decisions.items():
+            session.standing_decisions.setdefault(name, decision)
 
     def take(self, session_id: str) -> AgentSession:
         """Lease the session, then read its latest state: another daemon may have stepped it meanwhile."""
@@ -74,8 +106,11 @@ class SessionBook:
         return session
 
     def release(self, session_id: str) -> None:
+        """A lease that cannot be released (the store failed) must not hide the step's outcome; it
+        is ours, so it lapses with this process and our next acquire takes it anyway."""
         if self.store is not None:
-            self.store.release(session_id, self.owner)
+            with contextlib.suppress(StoreUnavailable):
+                self.store.release(session_id, self.owner)
 
     @contextlib.asynccontextmanager
     async def leased(self, session_id: str) -> AsyncIterator[tuple[AgentSession, Flight]]:
@@ -100,4 +135,5 @@ class SessionBook:
         period = max(self.store.lease_stale_after / 3, 0.01)
         while True:
             await asyncio.sleep(period)
-            self.store.heartbeat(self.owner)
+            with contextlib.suppress(StoreUnavailable):  # a failing store: try again next period
+                self.store.heartbeat(self.owner)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from .llm.window import ServerWindowProbe
 from .params import InitOptions, RegisterToolParams
 from .runtime import AgentRuntime
 from .session import AgentConfig, AgentSession, Decision
-from .store import SqliteStore, StoreError
+from .store import SessionRow, SqliteStore, StoreError
 from .tools import RegistrationError, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -42,16 +43,23 @@ class Daemon:
         self.options = options
         self._notify = notify
         self._request = request
+        self.trusted = options.workspace_trusted
+        self.unloaded: list[dict[str, Any]] = []  # stored registrations not imported: workspace not trusted
         self.store_error: str | None = None
         self.store = self._open_store(options) if options.store.enabled else None
         self.llm = OpenAICompatibleClient()
+        llm = options.llm.apply(LLMConfig())
         self.registry = ToolRegistry(
             root,
             timeout_sec=options.tools.timeout_sec,
             max_output_bytes=options.tools.max_output_bytes,
+            max_memory_mb=options.tools.max_memory_mb,
+            inherit_secrets=options.tools.inherit_secrets,
+            secret_values=[llm.api_key or ""],
             client_caller=self._call_client_tool,
         )
-        defaults = AgentConfig(llm=options.llm.apply(LLMConfig()), max_steps=options.max_steps)
+        keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
+        defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
         if options.system_prompt is not None:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
         self.runtime = AgentRuntime(
@@ -61,6 +69,7 @@ class Daemon:
             events=self._on_update,
             approver=self,
             store=self.store,
+            keys=keys,
             probe=ServerWindowProbe(),
         )
         self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
@@ -84,14 +93,21 @@ class Daemon:
             return None
 
     async def restore_tools(self) -> list[str]:
-        """Re-register what this workspace had registered before; returns the problems met."""
+        """Re-register what this workspace had registered before; returns the problems met. Importing
+        a file runs its code, and the store may have come with a cloned repository: in a workspace
+        not trusted yet the registrations are only listed (see `trust`)."""
         if self.store is None:
             return []
         try:
-            problems = await self.registry.restore(self.store.load_registrations())
+            records = self.store.load_registrations()
         except StoreError as exc:
             return [str(exc)]
-        if self.registry.list():
+        if not self.trusted:
+            self.unloaded = records
+            problems: list[str] = []
+        else:
+            problems = await self.registry.restore(records)
+        if self.tool_list():
             self.tools_changed(persist=False)
         return problems
 
@@ -119,17 +135,51 @@ class Daemon:
         self.tools_changed()
         return specs
 
+    async def reload(self, path: str) -> None:
+        """A saved file that backs registered tools is reflected again, and every client told."""
+        if await self.registry.reload(path) is not None:
+            self.tools_changed()
+
+    async def trust(self) -> list[str]:
+        """The user trusts the workspace: import the registrations held back; returns the problems."""
+        self.trusted = True
+        records, self.unloaded = self.unloaded, []
+        problems = await self.registry.restore(records)
+        self.tools_changed(persist=False)
+        return problems
+
+    def unregister(self, name: str) -> dict[str, Any]:
+        """Remove a tool, or a stored registration held back (so a suspicious one can go unimported)."""
+        held = [wire.unloaded_registration(record)["name"] for record in self.unloaded]
+        if name in held:
+            removed = wire.unloaded_registration(self.unloaded.pop(held.index(name)))
+        else:
+            removed = wire.tool_spec(self.registry.unregister(name))
+        self.tools_changed()
+        return removed
+
+    def tool_list(self) -> list[dict[str, Any]]:
+        """The registered tools, then the stored registrations not loaded yet."""
+        loaded = [wire.tool_spec(spec) for spec in self.registry.list()]
+        return loaded + [wire.unloaded_registration(record) for record in self.unloaded]
+
     def tools_changed(self, *, persist: bool = True) -> None:
         if persist and self.store is not None:
-            self.store.save_registrations(self.registry.registrations())
-        self._notify("agent/toolsChanged", {"tools": [wire.tool_spec(spec) for spec in self.registry.list()]})
+            self.store.save_registrations(self.registry.registrations() + self.unloaded)
+        self._notify("agent/toolsChanged", {"tools": self.tool_list()})
 
     def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
         if self.store is None:
             held = self.runtime.sessions(status=status)
             return [wire.session_summary(s) for s in held[offset : offset + limit]], len(held)
         rows, total = self.store.list(status, limit, offset)
-        return [wire.session_row(row) for row in rows], total
+        return [self._summary(row) for row in rows], total
+
+    def _summary(self, row: SessionRow) -> dict[str, Any]:
+        """A stored row, or this daemon's newer state of it when the store could not take that."""
+        if self.runtime.is_unsaved(row.session_id):
+            return wire.session_summary(self.runtime.get(row.session_id))
+        return wire.session_row(row)
 
     def delete_session(self, session_id: str) -> bool:
         self.runtime.get(session_id)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 from pydantic.alias_generators import to_camel
 
 from .contracts import MAX_OUTPUT_BYTES, MAX_STEPS, TOOL_TIMEOUT_SEC, LLMConfig
 from .errors import AgentError
+from .redact import hide_secret
 from .session import Decision
 
 
@@ -22,6 +23,13 @@ class Params(BaseModel):
 
 
 class _LLMParams(Params):
+    @field_validator("api_key", check_fields=False)
+    @classmethod
+    def _hidden(cls, value: str | None) -> str | None:
+        """Any key a client hands over is masked in the log from then on."""
+        hide_secret(value)
+        return value
+
     def apply(self, base: LLMConfig) -> LLMConfig:
         """`base` with every field this object sets."""
         return dataclasses.replace(base, **self.model_dump(exclude_none=True))
@@ -42,6 +50,8 @@ else:
 class ToolOptions(Params):
     timeout_sec: float = Field(default=TOOL_TIMEOUT_SEC, gt=0)
     max_output_bytes: int = Field(default=MAX_OUTPUT_BYTES, ge=1024)
+    max_memory_mb: int = Field(default=1024, ge=0, alias="maxMemoryMB")  # per tool host; 0: no limit
+    inherit_secrets: bool = False  # pass the model's key variables to tools too
 
 
 class StoreOptions(Params):
@@ -55,6 +65,8 @@ class InitOptions(Params):
     store: StoreOptions = Field(default_factory=StoreOptions)
     max_steps: int = Field(default=MAX_STEPS, ge=1, le=1000)
     system_prompt: str | None = None
+    # Until the client says so (the editor's workspace trust), stored tool registrations are not imported.
+    workspace_trusted: bool = False
 
 
 class RegisterToolParams(Params):

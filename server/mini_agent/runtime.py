@@ -8,7 +8,7 @@ events (`events.py`) that each front door maps to its own wire format.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .book import SessionBook
@@ -53,16 +53,21 @@ class AgentRuntime:
         store: SessionStore | None = None,
         events: EventSink | None = None,
         approver: Approver | None = None,
+        keys: Mapping[str, str] | None = None,
         probe: WindowProbe | None = None,
     ) -> None:
+        """`keys` are API keys by the base URL each was configured for: a key is sent to that server
+        only, never to whatever server a session (perhaps one from a cloned store) points at."""
         self._tools = tools
         self.defaults = defaults or AgentConfig()
+        self._keys = {_server(url): key for url, key in (keys or {}).items()}
+        self._own_keys: dict[str, tuple[str, str]] = {}  # session id -> (server, the key it was given)
         self._book = SessionBook(store)
         self._stepper = Stepper(
             llm,
             tools,
             self._book,
-            api_key=lambda: self.defaults.llm.api_key,
+            api_key=self._api_key,
             emit=events,
             approver=approver,
             approve=self.approve,
@@ -85,16 +90,34 @@ class AgentRuntime:
         llm: LLMConfig | None = None,
         max_steps: int | None = None,
     ) -> AgentSession:
-        """Snapshot the tools now: the prompt must not change under a running session."""
+        """Snapshot the tools now: the prompt must not change under a running session. An API key in
+        `llm` is the session's own: kept in memory for its server, never stored."""
         config = self.defaults.with_overrides(llm=llm, max_steps=max_steps, system_prompt=system_prompt)
-        # the API key stays with the daemon's options: sessions are stored on disk
         config = config.with_overrides(llm=replace(config.llm, api_key=None))
         tools = self._select_tools(tool_names)
         session = AgentSession(session_id=new_session_id(), task=task, config=config, tools=tools)
         session.messages.append(Message(Role.SYSTEM, config.system_prompt))
         session.messages.append(Message(Role.USER, task))
         self._book.add(session)
+        failure = self._book.unsaved.get(session.session_id)
+        if failure is not None:  # nothing has happened yet: refuse rather than keep it in memory only
+            self.forget(session.session_id)
+            raise failure
+        self._bind_key(session, llm)
         return session
+
+    def _bind_key(self, session: AgentSession, llm: LLMConfig | None) -> None:
+        if llm is not None and llm.api_key:
+            self._own_keys[session.session_id] = (_server(llm.base_url), llm.api_key)
+
+    def _api_key(self, session: AgentSession) -> str | None:
+        """The session's own key if it was given for the server the session uses now, else the
+        daemon's key for that server, else none."""
+        server = _server(session.config.llm.base_url)
+        own = self._own_keys.get(session.session_id)
+        if own is not None and own[0] == server:
+            return own[1]
+        return self._keys.get(server)
 
     def _select_tools(self, names: Sequence[str] | None) -> list[ToolSpec]:
         available = {spec.name: spec for spec in self._tools.list()}
@@ -120,6 +143,7 @@ class AgentRuntime:
             session.status = SessionStatus.READY
         if llm is not None:
             session.config = session.config.with_overrides(llm=replace(llm, api_key=None))
+            self._bind_key(session, llm)
         self._book.checkpoint(session)
         self._book.release(session_id)
         return session
@@ -131,6 +155,11 @@ class AgentRuntime:
 
     def forget(self, session_id: str) -> None:
         self._book.forget(session_id)
+        self._own_keys.pop(session_id, None)
+
+    def is_unsaved(self, session_id: str) -> bool:
+        """True while the store lacks this daemon's newest state of the session (it failed to write)."""
+        return session_id in self._book.unsaved
 
     def is_busy(self, session_id: str) -> bool:
         return self._book.flight(session_id) is not None
@@ -180,3 +209,7 @@ class AgentRuntime:
     async def step(self, session_id: str, *, wait_for_approval: bool = False) -> StepRecord:
         async with self._book.leased(session_id) as (session, flight):
             return await self._stepper.step(session, flight, wait_for_approval)
+
+
+def _server(base_url: str) -> str:
+    return base_url.rstrip("/")

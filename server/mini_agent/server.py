@@ -71,6 +71,7 @@ METHODS = (
     "agent/resumeSession",
     "agent/loadSession",
     "agent/deleteSession",
+    "agent/trustWorkspace",
 )
 
 
@@ -323,18 +324,19 @@ async def register_tool(daemon: Daemon, p: RegisterToolParams) -> dict[str, Any]
 
 @method("agent/unregisterTool", "NameParams")
 async def unregister_tool(daemon: Daemon, p: NameParams) -> dict[str, Any]:
-    from . import wire
-
-    removed = daemon.registry.unregister(p.name)
-    daemon.tools_changed()
-    return {"tools": [wire.tool_spec(removed)]}
+    return {"tools": [daemon.unregister(p.name)]}
 
 
 @method("agent/listTools", "Params")
 async def list_tools(daemon: Daemon, p: object) -> dict[str, Any]:
-    from . import wire
+    return {"tools": daemon.tool_list()}
 
-    return {"tools": [wire.tool_spec(spec) for spec in daemon.registry.list()]}
+
+@method("agent/trustWorkspace", "Params")
+async def trust_workspace(daemon: Daemon, p: object) -> dict[str, Any]:
+    for problem in await daemon.trust():
+        _show_error(server, f"could not restore a tool registration: {problem}")
+    return {"tools": daemon.tool_list()}
 
 
 @method("agent/startSession", "StartSessionParams")
@@ -450,8 +452,7 @@ async def _reload(ls: AgentServer, uri: str) -> None:
     if path is None or ls._daemon is None:
         return
     try:
-        if await ls.daemon.registry.reload(path) is not None:
-            ls.daemon.tools_changed()
+        await ls.daemon.reload(path)
     except Exception as exc:  # a broken save must not take the daemon down
         log.warning("reloading %s failed: %s", path, exc)
         ls.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"reload {path}: {exc}"))
@@ -470,6 +471,9 @@ def main(*, ndjson: bool = False) -> None:
         level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
         format="[mini-agent] %(levelname)s %(name)s: %(message)s",
     )
+    from .redact import install
+
+    install(logging.getLogger())
     # pygls logs a traceback for every deliberate error answer; keep that for debugging only
     logging.getLogger("pygls").setLevel(
         logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL

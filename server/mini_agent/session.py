@@ -33,6 +33,11 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+class StoreUnavailable(Exception):
+    """What a session store raises when it cannot write or read (disk full, locked, corrupt): the
+    runtime keeps the newest state in memory and says so, rather than losing the step."""
+
+
 class Decision(StrEnum):
     """A person's answer to a permission request (the Agent Client Protocol's option kinds)."""
 
@@ -84,6 +89,9 @@ class StepRecord:
     usage: TokenUsage = field(default_factory=TokenUsage)
     elapsed_ms: float = 0.0
     tool_mode: str = ""
+    # The model's own id of each call the daemon keys by another (an id empty, repeated, or used before):
+    # decisions and the wire go by `ToolCall.id`, the history sent back to the model by the model's id.
+    model_ids: dict[str, str] = field(default_factory=dict)
     context: ContextUse | None = None  # the request's share of the window
     compaction: Compaction | None = None  # set on the step whose request compacted older turns
 

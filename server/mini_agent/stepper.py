@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -48,10 +48,20 @@ INTERRUPTED = (
 CANCELLED_NOTE = "Cancelled by the user before the tool finished."
 DECLINED = "The user declined to run this tool call."
 NO_ACTION = "The reply had neither a tool call nor an answer."
+NOT_SAVED_BEFORE_TOOLS = "the session could not be saved, so no tool was run (step again to retry): {error}"
+NOT_SAVED_AFTER = (
+    "this step's results could not be saved: {error}; they are kept in this daemon's memory and written "
+    "by the next checkpoint that succeeds (step again once the store is usable)"
+)
+APPROVAL_POLL_SEC = 0.5  # how often a run waiting on a decision looks for one made by another daemon
 
 
 class StepCancelled(Exception):
     """Raised inside a step when its session's cancel event fires."""
+
+
+class _NotSaved(Exception):
+    """Raised inside a step when the checkpoint that must precede running its tools failed."""
 
 
 class Stepper:
@@ -61,7 +71,7 @@ class Stepper:
         tools: ToolExecutor,
         book: SessionBook,
         *,
-        api_key: Callable[[], str | None],
+        api_key: Callable[[AgentSession], str | None],
         emit: EventSink | None,
         approver: Approver | None,
         approve: Callable[[str, str, Decision, str | None], None],
@@ -85,9 +95,11 @@ class Stepper:
             record = _cancelled(session)
         except LLMError as exc:
             record = StepRecord(index=len(session.steps), stop_reason=StopReason.ERROR, error=str(exc))
+        except _NotSaved as exc:
+            error = NOT_SAVED_BEFORE_TOOLS.format(error=exc)
+            record = StepRecord(index=len(session.steps) - 1, stop_reason=StopReason.ERROR, error=error)
         record.elapsed_ms += (time.perf_counter() - started) * 1000.0
-        self._conclude(session, record)
-        return record
+        return self._conclude(session, record)
 
     async def _advance(self, session: AgentSession, flight: Flight, wait: bool) -> StepRecord:
         last = session.steps[-1] if session.steps else None
@@ -109,7 +121,7 @@ class Stepper:
         def on_text(delta: str) -> None:
             self._emit(ThoughtChunk(sid, index, delta))
 
-        llm_config = replace(session.config.llm, api_key=self._api_key())
+        llm_config = replace(session.config.llm, api_key=self._api_key(session))
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await race(flight, self._context.prepare(session, index, llm_config, force=force))
             try:
@@ -124,14 +136,16 @@ class Stepper:
         else:
             why = too_long(request.window, request.use.tokens)
             return StepRecord(index, stop_reason=StopReason.MAX_TOKENS, error=why)
+        calls, model_ids = _keyed(session, index, response.tool_calls)
         record = StepRecord(
             index=index,
             thought=response.thought,
             completion=response.content,
-            tool_calls=list(response.tool_calls),
+            tool_calls=calls,
             final_answer=response.final_answer,
             usage=response.usage,
             tool_mode=response.tool_mode,
+            model_ids=model_ids,
             context=request.use,
             compaction=request.compaction,
         )
@@ -210,7 +224,10 @@ class Stepper:
             return False
         while any(p.decision is None for p in session.pending):
             flight.decided.clear()
-            await race(flight, flight.decided.wait())
+            try:
+                await race(flight, asyncio.wait_for(flight.decided.wait(), APPROVAL_POLL_SEC))
+            except TimeoutError:
+                self._book.adopt_decisions(session)
         self._set_status(session, SessionStatus.RUNNING)
         return True
 
@@ -232,8 +249,13 @@ class Stepper:
     ) -> None:
         if not calls:
             return
-        record.started.update(call.id for call in calls)
+        ids = {call.id for call in calls}
+        record.started.update(ids)
         self._book.checkpoint(session)
+        failure = self._book.unsaved.get(session.session_id)
+        if failure is not None:  # unrecorded, a crash would make a run of them look like none
+            record.started.difference_update(ids)
+            raise _NotSaved(str(failure))
 
         async def one(call: ToolCall) -> None:
             self._emit(ToolCallStarted(session.session_id, record.index, call.id))
@@ -256,8 +278,12 @@ class Stepper:
             order = [call.id for call in record.tool_calls]
             record.observations.sort(key=lambda obs: order.index(obs.call_id))
             session.messages += [
-                Message(Role.TOOL, obs.output if obs.shown is None else obs.shown, tool_call_id=obs.call_id,
-                        name=obs.tool_name)
+                Message(
+                    Role.TOOL,
+                    obs.output if obs.shown is None else obs.shown,
+                    tool_call_id=record.model_ids.get(obs.call_id, obs.call_id),
+                    name=obs.tool_name,
+                )
                 for obs in record.observations
             ]
         self._book.checkpoint(session)
@@ -266,7 +292,9 @@ class Stepper:
         for call in open_calls(record):
             self._observe(session, record, note(call, text))
 
-    def _conclude(self, session: AgentSession, record: StepRecord) -> None:
+    def _conclude(self, session: AgentSession, record: StepRecord) -> StepRecord:
+        """End the step: its stop reason, the status, the last checkpoint; returns the step as
+        reported (a checkpoint that failed makes it an error, without changing the stored record)."""
         if record.stop_reason is StopReason.LOOP_DETECTED and not session.finished:
             session.finish(StopReason.LOOP_DETECTED)
         if (
@@ -282,9 +310,14 @@ class Stepper:
             session.status = SessionStatus.READY
         session.touch()
         self._book.checkpoint(session)
+        failure = self._book.unsaved.get(session.session_id)
+        if failure is not None and record.error is None:
+            error = NOT_SAVED_AFTER.format(error=failure)
+            record = replace(record, stop_reason=StopReason.ERROR, error=error)
         self._emit(
             StatusChanged(session.session_id, record.index, session.status, record.stop_reason, record.error)
         )
+        return record
 
     def _set_status(self, session: AgentSession, status: SessionStatus) -> None:
         if session.status is status:
@@ -319,6 +352,29 @@ def _spawn(coro: Coroutine[Any, Any, None]) -> None:
     task = asyncio.ensure_future(coro)
     _background.add(task)
     task.add_done_callback(_background.discard)
+
+
+def _keyed(
+    session: AgentSession, index: int, calls: Sequence[ToolCall]
+) -> tuple[list[ToolCall], dict[str, str]]:
+    """The calls keyed by ids unique in the session, whatever the model sent: an id that is empty,
+    repeated in the reply or used earlier gets one derived from the step and position (so a replay
+    derives the same), and the model's own id is kept in the returned map for its history."""
+    used = {call.id for step in session.steps for call in step.tool_calls}
+    keyed: list[ToolCall] = []
+    model_ids: dict[str, str] = {}
+    for position, call in enumerate(calls):
+        key = call.id
+        if not key or key in used:
+            key = base = f"{call.id or 'call'}~{index}.{position}"
+            suffix = 1
+            while key in used:
+                key, suffix = f"{base}.{suffix}", suffix + 1
+            model_ids[key] = call.id
+            call = replace(call, id=key)
+        used.add(key)
+        keyed.append(call)
+    return keyed, model_ids
 
 
 def _cancelled(session: AgentSession) -> StepRecord:

@@ -11,10 +11,12 @@ A lease row per session keeps two daemons on one workspace from stepping the sam
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -27,7 +29,7 @@ from typing import Any
 
 from .contracts import Message, Role, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
 from .errors import STORE_FAILED, AgentError
-from .session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord
+from .session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord, StoreUnavailable
 from .store_codec import dumps as _dumps
 from .store_codec import from_sql as _str
 from .store_codec import loads as _loads
@@ -49,7 +51,7 @@ FIX_HINT = "set initializationOptions.store.path to use another file"
 PROCESS_TOKEN = uuid.uuid4().hex
 
 
-class StoreError(AgentError):
+class StoreError(AgentError, StoreUnavailable):
     """The session store cannot be used; the message names the file and what to do about it."""
 
     code = STORE_FAILED
@@ -104,10 +106,11 @@ class SqliteStore:
         self._written: dict[str, _Written] = {}
         self._host = socket.gethostname()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private_folder(self.path.parent)
         except OSError as exc:
             message = f"cannot create the folder for {self.path} ({exc}); {FIX_HINT}"
             raise StoreError(message, self.path) from exc
+        _private_file(self.path)
         with self._errors("opening the session store"):
             self._conn = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -120,12 +123,15 @@ class SqliteStore:
         except BaseException:
             self._conn.close()
             raise
+        for suffix in ("-wal", "-shm"):  # SQLite gives them the database's mode; older ones may be wider
+            _tighten(Path(f"{self.path}{suffix}"))
 
     @classmethod
     def for_workspace(cls, workspace: Path, **options: float) -> SqliteStore:
         """The workspace's default store; its folder gets a .gitignore so sessions (and any API key in
         their model settings) stay out of version control."""
         path = default_path(workspace)
+        _tighten(path.parent)  # ours alone, whatever an older version left
         store = cls(path, **options)
         ignore = path.parent / ".gitignore"
         if not ignore.exists():
@@ -351,6 +357,35 @@ class SqliteStore:
         return count
 
 
+# -- files --------------------------------------------------------------------------------------
+# The store holds prompts, tool output and file contents: only its owner may read it, whatever the
+# umask. Modes are narrowed, never widened (a store made read-only on purpose stays read-only).
+
+
+def _private_folder(folder: Path) -> None:
+    if folder.is_dir():
+        return
+    folder.mkdir(mode=0o700, parents=True)  # a file in the way raises here
+    os.chmod(folder, 0o700)
+
+
+def _private_file(path: Path) -> None:
+    """Create the database file 0600 before SQLite does (it would use 0644 less the umask)."""
+    if path.exists():
+        _tighten(path)
+        return
+    with contextlib.suppress(OSError):  # a folder we may not write to: SQLite reports it, with advice
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.chmod(path, 0o600)
+
+
+def _tighten(path: Path) -> None:
+    with contextlib.suppress(OSError):  # not ours, or gone: nothing to narrow here
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            os.chmod(path, mode & 0o700)
+
+
 # -- errors -------------------------------------------------------------------------------------
 
 
@@ -369,6 +404,8 @@ def _explain(path: Path, exc: sqlite3.Error, busy_timeout: float) -> str:
         return f"{path} is read-only ({exc}); make it and its folder writable, or {FIX_HINT}"
     if primary == sqlite3.SQLITE_FULL:
         return f"the disk holding {path} is full ({exc}); free some space, or {FIX_HINT}"
+    if primary == sqlite3.SQLITE_IOERR:  # e.g. a write refused for space or size (ENOSPC, EFBIG)
+        return f"cannot write {path} ({exc}); check that its disk has room, or {FIX_HINT}"
     return f"SQLite failed on {path} ({exc}); {FIX_HINT}"
 
 

@@ -121,6 +121,25 @@ def tool_spec(spec: ToolSpec) -> dict[str, Any]:
     return out
 
 
+def unloaded_registration(record: dict[str, Any]) -> dict[str, Any]:
+    """A stored registration not imported yet (the workspace is not trusted), as a `Tool` placeholder;
+    a file's schema is unknown until it is imported. The record may come from a hostile store."""
+    path, function = str(record.get("path") or ""), record.get("function")
+    out: dict[str, Any] = {
+        "name": str(record.get("name") or function or path or "unnamed"),
+        "description": str(record.get("description") or f"from {path}; loaded once the workspace is trusted"),
+        "inputSchema": {"type": "object"},
+        "requiresApproval": bool(record.get("requires_approval")),
+        "restored": True,
+        "loaded": False,
+    }
+    if record.get("client"):
+        out["client"] = True
+    else:
+        out["source"] = {"path": path, "function": str(function or ""), "line": 0}
+    return out
+
+
 def step_result(session: AgentSession, record: StepRecord) -> dict[str, Any]:
     return {
         "sessionId": session.session_id,

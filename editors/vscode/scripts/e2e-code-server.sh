@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # End to end in a real VS Code: code-server 4.100.3 (VS Code 1.100.3, the newest on Node 20) with the
-# packaged .vsix, opened by Debian's chromium-headless-shell (the extension host starts only once a
-# browser connects). The extension finds the daemon through the workspace's .venv/bin/mini-agent, the
-# scripted model server plays the model, and miniAgent.test.* settings make it register tools.py, ask
-# one question and write every trace it received to a JSON file, which this script then checks.
+# packaged .vsix, driven by test/e2e/ui.ts through Chromium's DevTools protocol (playwright-core over
+# Debian's chromium-headless-shell) as a user drives it: command palette, input box, notification
+# buttons, Enter; it reads what the user sees from the workbench and the trace webview's DOM. The
+# extension finds the daemon through the workspace's .venv/bin/mini-agent and the scripted model
+# server plays the model.
 #
 # Heavy: apt packages (libkrb5-dev ripgrep chromium-headless-shell) and ~300 MB of npm. Run as root
-# (apt, npm --unsafe-perm). Optional; not part of `npm test`.
+# (apt, npm --unsafe-perm). scripts/test.sh runs it through tests/test_vscode.py.
 #
 #   editors/vscode/scripts/e2e-code-server.sh            # uses the repo's .venv python
 #   MINI_AGENT_PYTHON=/path/to/python editors/vscode/scripts/e2e-code-server.sh
@@ -47,9 +48,9 @@ if [ ! -x "$CODE_SERVER" ]; then
 fi
 stamp "code-server $("$CODE_SERVER" --version 2>/dev/null | grep -m1 -E '^[0-9]')"
 
-# -- package the extension ---------------------------------------------------------------------------
-(cd "$HERE" && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm run -s compile && \
-  npx vsce package --allow-missing-repository -o "$CACHE/mini-agent.vsix" </dev/null >/dev/null)
+# -- package the extension (esbuild bundle) and compile the UI driver ---------------------------------
+(cd "$HERE" && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm run -s compile && \
+  npx vsce package --no-dependencies --allow-missing-repository -o "$CACHE/mini-agent.vsix" </dev/null >/dev/null)
 stamp "packaged $CACHE/mini-agent.vsix"
 
 # -- workspace, model server, settings ---------------------------------------------------------------
@@ -64,10 +65,35 @@ PYTHONPATH="$REPO/server:$REPO/clients/python" exec "$PYTHON" -c "import sys; fr
 EOF
 chmod +x "$WS/.venv/bin/mini-agent"
 
+# A tool that needs approval; the user rejects it, so notes.txt must survive.
+cat >"$WS/danger.py" <<'EOF'
+"""A tool that needs the user's approval."""
+
+import os
+
+from mini_agent import tool
+
+
+@tool(requires_approval=True)
+def delete_file(file_path: str) -> str:
+    """Delete a file of the workspace.
+
+    Args:
+        file_path: The file to delete, relative to the workspace root.
+    """
+    os.remove(file_path)
+    return f"deleted {file_path}"
+EOF
+echo "keep me" >"$WS/notes.txt"
+
+# Two runs; the third meets a dead model server, and its Retry (after the URL is fixed) gets an answer.
 cat >"$RUN/script.json" <<'EOF'
 [
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
-  {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."}
+  {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."},
+  {"content": "Thought: I will delete it.\nAction: delete_file\nAction Input: {\"file_path\": \"notes.txt\"}"},
+  {"content": "Thought: I may not.\nFinal Answer: I did not delete notes.txt: {last_observation}"},
+  {"content": "Final Answer: back again"}
 ]
 EOF
 pids=()
@@ -85,18 +111,16 @@ for _ in $(seq 100); do [ -s "$RUN/replay.out" ] && break; sleep 0.1; done
 BASE_URL="$(head -1 "$RUN/replay.out")"
 stamp "replay model server at $BASE_URL"
 
-TRACE="$RUN/trace.json"
 DATA="$RUN/user-data"
 mkdir -p "$DATA/User" "$DATA/Machine"
 cat >"$DATA/User/settings.json" <<EOF
 {
   "security.workspace.trust.enabled": false,
   "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
   "miniAgent.baseUrl": "$BASE_URL",
   "miniAgent.model": "replay",
-  "miniAgent.logLevel": "info",
-  "miniAgent.test.traceFile": "$TRACE",
-  "miniAgent.test.autoRun": {"register": ["tools.py"], "task": "How many non-empty lines does schema.py have?"}
+  "miniAgent.logLevel": "info"
 }
 EOF
 cp "$DATA/User/settings.json" "$DATA/Machine/settings.json"
@@ -112,41 +136,9 @@ pids+=($!)
 for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
 stamp "code-server on port $PORT"
 
-setsid chromium-headless-shell --no-sandbox --disable-gpu --disable-dev-shm-usage --user-data-dir="$RUN/chromium" \
-  "http://127.0.0.1:$PORT/?folder=$WS" >"$RUN/chromium.log" 2>&1 &
-pids+=($!)
-stamp "browser opened the workspace; waiting for the extension's trace file"
-
-deadline=$(( $(date +%s) + TIMEOUT_S ))
-until [ -s "$TRACE" ] && grep -q '"done": true' "$TRACE"; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "timed out; code-server log:"; tail -60 "$RUN/code-server.log"
-    [ -f "$TRACE" ] && cat "$TRACE"
-    exit 1
-  fi
-  sleep 1
-done
-stamp "trace file written"
-find "$DATA/logs" -name '*Mini Agent*' -exec sh -c 'echo "--- $1"; tail -40 "$1"' _ {} \; 2>/dev/null || true
-
-EXPECTED=$(grep -c '[^[:space:]]' "$WS/schema.py")
-node - "$TRACE" "$EXPECTED" <<'EOF'
-const fs = require("node:fs");
-const [file, expected] = process.argv.slice(2);
-const out = JSON.parse(fs.readFileSync(file, "utf-8"));
-const fail = (why) => { console.error(`FAIL: ${why}\n${JSON.stringify(out, null, 2).slice(0, 6000)}`); process.exit(1); };
-if (out.error) fail(out.error);
-if (!out.tools?.includes("count_file_lines")) fail("tools.py was not registered");
-const trace = out.sessions.find((s) => s.sessionId === out.result?.sessionId);
-if (!trace) fail("no trace for the session");
-const kinds = trace.events.map((e) => `${e.step}:${e.kind}`);
-const order = ["0:agent_thought_chunk", "0:tool_call", "0:tool_call_update", "1:agent_message_chunk"].map((k) => kinds.indexOf(k));
-if (order.some((i) => i < 0) || order.some((i, n) => n > 0 && i < order[n - 1])) fail(`events out of order: ${kinds}`);
-const call = trace.entries.find((e) => e.kind === "tool");
-if (call?.name !== "count_file_lines" || call.observation?.output.trim() !== expected) fail("wrong observation");
-const answer = trace.entries.find((e) => e.kind === "answer")?.text;
-if (answer !== `schema.py has ${expected} non-empty lines.`) fail(`wrong answer: ${answer}`);
-if (out.result.stopReason !== "end_turn") fail(`stopReason ${out.result.stopReason}`);
-console.log(`PASS: ${kinds.length} updates; answer "${answer}"; status bar "${out.statusBar}"`);
-EOF
+stamp "driving the UI"
+if ! E2E_USER_DATA="$DATA" node "$HERE/out/test/e2e/ui.js" "http://127.0.0.1:$PORT/?folder=$WS" "$WS"; then
+  find "$DATA/logs" -name '*Mini Agent*' -exec sh -c 'echo "--- $1"; tail -40 "$1"' _ {} \; 2>/dev/null || true
+  exit 1
+fi
 stamp "done"

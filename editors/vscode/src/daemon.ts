@@ -5,15 +5,58 @@
 
 import * as fs from "node:fs";
 import * as vscode from "vscode";
-import { LanguageClient, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
-import { INSTALL_HINT, resolveLaunch, whichIn, type Launch } from "./launch";
-import { AgentClient, type AgentClientHandlers, type InitializationOptions, type ToolMode } from "./protocol";
+import {
+  LanguageClient,
+  RevealOutputChannelOn,
+  type InitializeParams,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from "vscode-languageclient/node";
+import { INSTALL_HINT, launchProblem, resolveLaunch, whichIn, type Launch, type Probes } from "./launch";
+import {
+  AgentClient,
+  initializationOptions,
+  llmOptions,
+  type AgentClientHandlers,
+  type ClientSettings,
+  type InitializationOptions,
+  type LlmOptions,
+  type ToolMode,
+} from "./protocol";
 
 export const SECRET_KEY = "miniAgent.apiKey";
 
+/** The daemon cannot be started as configured; the message says which setting to fix. */
 export class DaemonNotFound extends Error {
-  constructor() {
-    super(`mini-agent was not found. ${INSTALL_HINT}`);
+  constructor(why = `mini-agent was not found. ${INSTALL_HINT}`) {
+    super(why);
+  }
+}
+
+/**
+ * The language client, minus two things the extension does itself: its own error toast when the
+ * start fails (the extension reports that once, in words) and the window progress item (the status
+ * bar item already shows the step).
+ */
+class AgentLanguageClient extends LanguageClient {
+  private starting = false;
+
+  override async start(): Promise<void> {
+    this.starting = true;
+    try {
+      await super.start();
+    } finally {
+      this.starting = false;
+    }
+  }
+
+  override error(text: string, data?: unknown, showNotification: boolean | "force" = true): void {
+    super.error(text, data, this.starting ? false : showNotification);
+  }
+
+  protected override fillInitializeParams(params: InitializeParams): void {
+    super.fillInitializeParams(params);
+    if (params.capabilities.window !== undefined) params.capabilities.window.workDoneProgress = false;
   }
 }
 
@@ -61,8 +104,12 @@ export class Daemon implements vscode.Disposable {
 
   private async start(): Promise<AgentClient> {
     const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-    const launch = findLaunch(root);
+    const probes = machineProbes();
+    // An untrusted workspace's own .venv is workspace code: only the user's settings and PATH count.
+    const launch = findLaunch(vscode.workspace.isTrusted ? root : undefined, probes);
     if (launch === undefined) throw new DaemonNotFound();
+    const problem = launchProblem(launch, probes);
+    if (problem !== undefined) throw new DaemonNotFound(problem);
     this.output.info(`starting ${launch.command} ${launch.args.join(" ")} (${launch.origin})`);
     const config = vscode.workspace.getConfiguration("miniAgent");
     const server: ServerOptions = {
@@ -74,9 +121,11 @@ export class Daemon implements vscode.Disposable {
     const options: LanguageClientOptions = {
       outputChannel: this.output,
       initializationOptions: await this.initializationOptions(),
+      // Failures reach the user once, through the extension; the output channel keeps the details.
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
       synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher("**/*.py") },
     };
-    const client = new LanguageClient("miniAgent", "Mini Agent", server, options);
+    const client = new AgentLanguageClient("miniAgent", "Mini Agent", server, options);
     // Handlers go on before start so nothing the daemon sends early is lost.
     const agent = new AgentClient(client, this.handlers);
     try {
@@ -85,28 +134,33 @@ export class Daemon implements vscode.Disposable {
       agent.dispose();
       throw new Error(`mini-agent did not start (${launch.command}): ${message(error)}`);
     }
+    for (const tool of this.handlers.clientTools?.all() ?? []) await agent.registerClientTool(tool);
     this.client = client;
     this.agent = agent;
     return agent;
   }
 
+  /** The model settings as they are now (a session started earlier keeps its own until resumed with these). */
+  modelSettings(): LlmOptions {
+    return llmOptions(settings());
+  }
+
   private async initializationOptions(): Promise<InitializationOptions> {
-    const config = vscode.workspace.getConfiguration("miniAgent");
-    const apiKey = await this.secrets.get(SECRET_KEY);
-    return {
-      llm: {
-        baseUrl: config.get<string>("baseUrl") || undefined,
-        model: config.get<string>("model") || undefined,
-        toolMode: config.get<ToolMode>("toolMode"),
-        ...(apiKey ? { apiKey } : {}),
-      },
-      maxSteps: config.get<number>("maxSteps"),
-    };
+    return initializationOptions(settings(), await this.secrets.get(SECRET_KEY), vscode.workspace.isTrusted);
   }
 }
 
-function findLaunch(root: string | undefined): Launch | undefined {
+function settings(): ClientSettings {
   const config = vscode.workspace.getConfiguration("miniAgent");
+  return {
+    baseUrl: config.get<string>("baseUrl"),
+    model: config.get<string>("model"),
+    toolMode: config.get<ToolMode>("toolMode"),
+    maxSteps: config.get<number>("maxSteps"),
+  };
+}
+
+function machineProbes(): Probes {
   const isExecutable = (file: string): boolean => {
     try {
       fs.accessSync(file, fs.constants.X_OK);
@@ -115,6 +169,11 @@ function findLaunch(root: string | undefined): Launch | undefined {
       return false;
     }
   };
+  return { isExecutable, which: whichIn(process.env.PATH, isExecutable), platform: process.platform };
+}
+
+function findLaunch(root: string | undefined, probes: Probes): Launch | undefined {
+  const config = vscode.workspace.getConfiguration("miniAgent");
   return resolveLaunch(
     {
       command: config.get<string>("command") || undefined,
@@ -122,7 +181,7 @@ function findLaunch(root: string | undefined): Launch | undefined {
       pythonPath: config.get<string>("pythonPath") || undefined,
     },
     root,
-    { isExecutable, which: whichIn(process.env.PATH, isExecutable), platform: process.platform },
+    probes,
   );
 }
 

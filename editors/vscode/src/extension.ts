@@ -3,13 +3,14 @@
  * daemon per window. The protocol itself lives in protocol.ts and trace.ts.
  */
 
-import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { Daemon, DaemonNotFound, message, SECRET_KEY } from "./daemon";
 import {
   AgentClient,
   ApprovalPolicy,
+  ClientTools,
+  type ClientTool,
   errorReason,
   type Decision,
   type PermissionRequest,
@@ -17,16 +18,34 @@ import {
   type SessionStatus,
   type SessionSummary,
 } from "./protocol";
+import {
+  APPROVAL_CHOICES,
+  DEFAULT_DECISION,
+  OPEN_SETTINGS,
+  RETRY,
+  runNotice,
+  SHOW_TRACE,
+  shorten,
+  type ApprovalChoice,
+} from "./prompts";
 import { functionAtLine } from "./python";
 import { SessionsView, type SessionItem } from "./sessionsView";
 import { finalAnswer, statusLabel, stopText, TraceStore, type SessionTrace } from "./trace";
-import { shorten, TRACE_VIEW_TYPE, TraceView } from "./traceView";
+import { TRACE_VIEW_TYPE, TraceView } from "./traceView";
 
 let state: Extension | undefined;
 
-export function activate(context: vscode.ExtensionContext): void {
-  state = new Extension(context);
-  context.subscriptions.push(state);
+/** What other extensions get from `vscode.extensions.getExtension("mini-agent.mini-agent").exports`. */
+export interface MiniAgentApi {
+  /** Offer the agent a tool this editor runs; dispose to withdraw it from later calls. */
+  registerTool(tool: ClientTool): vscode.Disposable;
+}
+
+export function activate(context: vscode.ExtensionContext): MiniAgentApi {
+  const extension = new Extension(context);
+  state = extension;
+  context.subscriptions.push(extension);
+  return { registerTool: (tool) => extension.addClientTool(tool) };
 }
 
 export function deactivate(): Promise<void> | undefined {
@@ -39,6 +58,7 @@ class Extension implements vscode.Disposable {
   readonly output = vscode.window.createOutputChannel("Mini Agent", { log: true });
   readonly store = new TraceStore();
   readonly approvals = new ApprovalPolicy((request) => promptPermission(request));
+  readonly clientTools = new ClientTools();
   readonly daemon: Daemon;
   private readonly traceView: TraceView;
   private readonly sessionsView: SessionsView;
@@ -50,6 +70,7 @@ class Extension implements vscode.Disposable {
     this.daemon = new Daemon(context.secrets, this.output, {
       onUpdate: (params) => this.store.apply(params),
       approvals: this.approvals,
+      clientTools: this.clientTools,
     });
     this.traceView = new TraceView(context.extensionUri, this.store);
     this.sessionsView = new SessionsView(this.store, () => this.storedSessions());
@@ -65,7 +86,7 @@ class Extension implements vscode.Disposable {
         deserializeWebviewPanel: async (panel, saved) => this.traceView.restore(panel, saved),
       }),
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
-      vscode.workspace.onDidGrantWorkspaceTrust(() => this.updateContext()),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => void this.onTrustGranted()),
       context.secrets.onDidChange((event) => {
         if (event.key === SECRET_KEY) void this.restartIfRunning("the API key changed");
       }),
@@ -74,11 +95,23 @@ class Extension implements vscode.Disposable {
     this.store.onDidChange((trace) => this.onTraceChanged(trace));
     this.updateContext();
     this.updateStatus();
-    void this.testAutoRun();
   }
 
   dispose(): void {
     for (const disposable of this.disposables) disposable.dispose();
+  }
+
+  /** A tool from another extension: the running daemon hears of it now, a later one at its start. */
+  addClientTool(tool: ClientTool): vscode.Disposable {
+    const added = this.clientTools.add(tool);
+    const tell = (what: string, send: (agent: AgentClient) => Promise<unknown>): void => {
+      if (this.daemon.running) void this.guard(what, async () => send(await this.daemon.ensure()));
+    };
+    tell("registerClientTool", (agent) => agent.registerClientTool(tool));
+    return new vscode.Disposable(() => {
+      added.dispose();
+      tell("unregisterClientTool", (agent) => agent.unregisterTool(tool.name));
+    });
   }
 
   // -- commands ------------------------------------------------------------------------------------
@@ -103,11 +136,13 @@ class Extension implements vscode.Disposable {
     );
   }
 
-  /** Every command: refused in an untrusted workspace; errors end up as one message, never thrown. */
+  /** Every command: registering workspace code needs trust; errors end up as one message, never thrown. */
   private async guard(id: string, run: () => unknown): Promise<void> {
-    const safe = new Set(["miniAgent.showLog", "miniAgent.setApiKey"]);
-    if (!vscode.workspace.isTrusted && !safe.has(id)) {
-      void vscode.window.showWarningMessage("Mini Agent runs workspace code, so it is off in untrusted workspaces.");
+    const needsTrust = new Set(["miniAgent.registerFile", "miniAgent.registerFunction"]);
+    if (!vscode.workspace.isTrusted && needsTrust.has(id)) {
+      void vscode.window.showWarningMessage(
+        "Mini Agent runs the workspace's Python functions as tools: trust this workspace first.",
+      );
       return;
     }
     try {
@@ -130,9 +165,7 @@ class Extension implements vscode.Disposable {
   private async askTask(task: string): Promise<RunResult> {
     const agent = await this.daemon.ensure();
     if ((await agent.listTools()).length === 0) {
-      void vscode.window.showInformationMessage(
-        "No tools are registered yet: the agent can only answer from the model. Use “Mini Agent: Register tools in this file”.",
-      );
+      this.output.warn("no tools registered: the model answers alone (Mini Agent: Register tools in this file)");
     }
     const { sessionId } = await agent.startSession(task);
     this.store.ensure(sessionId, task);
@@ -151,16 +184,22 @@ class Extension implements vscode.Disposable {
     }
     void this.sessionsView.refresh();
     const answer = result.finalAnswer ?? (trace ? finalAnswer(trace) : undefined);
-    if (result.stopReason === "end_turn" && answer) {
-      void vscode.window
-        .showInformationMessage(`Mini Agent: ${shorten(answer, 200)}`, "Show trace")
-        .then((pick) => pick && this.traceView.show(sessionId));
-    } else if (result.stopReason !== null && result.stopReason !== "end_turn") {
-      const detail = result.error ? `: ${result.error}` : "";
-      void vscode.window.showWarningMessage(`Mini Agent: ${stopText(result.stopReason)}${detail}`, "Show trace")
-        .then((pick) => pick && this.traceView.show(sessionId));
+    const notice = runNotice(result, answer, this.traceView.visible);
+    if (notice !== undefined) {
+      const show = {
+        info: vscode.window.showInformationMessage,
+        warning: vscode.window.showWarningMessage,
+        error: vscode.window.showErrorMessage,
+      }[notice.severity];
+      void show(notice.text, ...notice.actions).then((pick) => this.onNoticeAction(pick, sessionId));
     }
     return result;
+  }
+
+  private async onNoticeAction(pick: string | undefined, sessionId: string): Promise<void> {
+    if (pick === SHOW_TRACE) this.traceView.show(sessionId);
+    if (pick === OPEN_SETTINGS) void vscode.commands.executeCommand("workbench.action.openSettings", "miniAgent");
+    if (pick === RETRY) await this.guard("miniAgent.resumeSession", () => this.resumeSession(sessionId));
   }
 
   private async registerFile(uri?: vscode.Uri): Promise<void> {
@@ -168,11 +207,17 @@ class Extension implements vscode.Disposable {
     if (document === undefined) return;
     const agent = await this.daemon.ensure();
     const tools = await agent.registerFile(document.uri.fsPath);
-    void vscode.window.showInformationMessage(
-      tools.length === 0
-        ? `No public functions in ${path.basename(document.uri.fsPath)}.`
-        : `Mini Agent: registered ${tools.map((tool) => tool.name).join(", ")}.`,
-    );
+    if (tools.length === 0) {
+      void vscode.window.showWarningMessage(`No public functions in ${path.basename(document.uri.fsPath)}.`);
+      return;
+    }
+    this.announceRegistered(tools.map((tool) => tool.name));
+  }
+
+  /** A passing word in the status bar: a toast per registration would pile up over the trace. */
+  private announceRegistered(names: string[]): void {
+    this.output.info(`registered ${names.join(", ")}`);
+    vscode.window.setStatusBarMessage(`$(check) Mini Agent: registered ${names.join(", ")}`, 5000);
   }
 
   private async registerFunction(): Promise<void> {
@@ -187,7 +232,7 @@ class Extension implements vscode.Disposable {
     }
     const agent = await this.daemon.ensure();
     const tools = await agent.registerFunction(document.uri.fsPath, name);
-    void vscode.window.showInformationMessage(`Mini Agent: registered ${tools.map((tool) => tool.name).join(", ")}.`);
+    this.announceRegistered(tools.map((tool) => tool.name));
   }
 
   /** The Python file to register, saved first: the daemon reads it from disk. */
@@ -229,7 +274,9 @@ class Extension implements vscode.Disposable {
     const sessionId = sessionIdOf(arg) ?? (await this.pickSession("Resume session", ["ready", "awaiting_approval"]));
     if (sessionId === undefined) return;
     const agent = await this.daemon.ensure();
-    this.store.load(await agent.getSession(sessionId));
+    // A session keeps the model settings it started with; resume it with today's (the user may just
+    // have fixed miniAgent.baseUrl after a model error).
+    this.store.load(await agent.resumeSession(sessionId, this.daemon.modelSettings()));
     this.focused = sessionId;
     this.traceView.show(sessionId);
     await this.runSession(agent, sessionId);
@@ -354,20 +401,30 @@ class Extension implements vscode.Disposable {
   private onTraceChanged(trace: SessionTrace): void {
     if (trace.status === "running" || trace.status === "awaiting_approval") this.focused = trace.sessionId;
     this.updateStatus();
-    this.writeTestTrace();
   }
 
   private updateStatus(): void {
     const trace = this.focused === undefined ? undefined : this.store.get(this.focused);
     this.status.text = statusLabel(trace);
     this.status.tooltip = trace ? `${trace.task}\n\nClick to show the trace.` : "Mini Agent: click to show sessions.";
-    if (vscode.workspace.isTrusted) this.status.show();
-    else this.status.hide();
+    this.status.show();
   }
 
   private updateContext(): void {
     void vscode.commands.executeCommand("setContext", "miniAgent.trusted", vscode.workspace.isTrusted);
     this.updateStatus();
+  }
+
+  /** The user trusted the workspace: a running daemon may now load its tools. */
+  private async onTrustGranted(): Promise<void> {
+    this.updateContext();
+    if (!this.daemon.running) return;
+    try {
+      const tools = await (await this.daemon.ensure()).trustWorkspace();
+      this.output.info(`workspace trusted; ${tools.length} tools available`);
+    } catch (error) {
+      this.output.error(`agent/trustWorkspace: ${message(error)}`);
+    }
   }
 
   private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
@@ -391,9 +448,9 @@ class Extension implements vscode.Disposable {
     this.output.error(`${message(error)}`);
     if (error instanceof DaemonNotFound) {
       void vscode.window
-        .showErrorMessage(error.message, "Open settings", "Show log")
+        .showErrorMessage(error.message, OPEN_SETTINGS, "Show log")
         .then((pick) => {
-          if (pick === "Open settings") void vscode.commands.executeCommand("workbench.action.openSettings", "miniAgent");
+          if (pick === OPEN_SETTINGS) void vscode.commands.executeCommand("workbench.action.openSettings", "miniAgent");
           if (pick === "Show log") this.output.show(true);
         });
       return;
@@ -402,68 +459,36 @@ class Extension implements vscode.Disposable {
     const text = reason === "session_busy" ? "that session is already running" : message(error);
     void vscode.window.showErrorMessage(`Mini Agent: ${text}`, "Show log").then((pick) => pick && this.output.show(true));
   }
-
-  // -- test hooks ------------------------------------------------------------------------------------
-
-  /** miniAgent.test.traceFile: write every trace this window saw to a JSON file (for end-to-end tests). */
-  private writeTestTrace(extra: Record<string, unknown> = {}): void {
-    const file = vscode.workspace.getConfiguration("miniAgent").get<string>("test.traceFile");
-    if (!file) return;
-    const body = JSON.stringify({ sessions: this.store.all(), statusBar: this.status.text, ...extra }, null, 2);
-    fs.writeFileSync(file, body);
-  }
-
-  /** miniAgent.test.autoRun: register files and ask once at start-up (for end-to-end tests). */
-  private async testAutoRun(): Promise<void> {
-    const auto = vscode.workspace.getConfiguration("miniAgent").get<{ register?: string[]; task?: string }>("test.autoRun");
-    const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-    if (!auto?.task || root === undefined || !vscode.workspace.isTrusted) return;
-    try {
-      const agent = await this.daemon.ensure();
-      const tools = [];
-      for (const file of auto.register ?? []) tools.push(...(await agent.registerFile(path.join(root, file))));
-      const result = await this.askTask(auto.task);
-      this.writeTestTrace({ done: true, tools: tools.map((tool) => tool.name), result });
-    } catch (error) {
-      this.writeTestTrace({ done: true, error: message(error) });
-    }
-  }
 }
 
 // -- approval prompt -------------------------------------------------------------------------------
 
-const CHOICES: { label: string; decision: Decision }[] = [
-  { label: "Allow once", decision: "allow_once" },
-  { label: "Always allow", decision: "allow_always" },
-  { label: "Reject", decision: "reject_once" },
-  { label: "Always reject", decision: "reject_always" },
-];
-
 /**
- * Ask the user about one tool call: a notification first (it does not steal focus), then a modal
- * dialog with the full arguments. Dismissing either leaves the call waiting (Manage approvals).
+ * Ask the user about one tool call: a notification first (it does not steal focus), then a review
+ * picker with the arguments, its choices in reading order and "Reject" active, so Enter never runs a
+ * tool by accident. Dismissing either leaves the call waiting (Manage approvals).
  */
 async function promptPermission(request: PermissionRequest, direct = false): Promise<Decision | undefined> {
   const call = request.toolCall;
-  const args = JSON.stringify(call.arguments, null, 2) ?? call.rawArguments;
+  const inline = shorten(JSON.stringify(call.arguments) ?? call.rawArguments, 80);
   if (!direct) {
-    const first = await vscode.window.showWarningMessage(
-      `Mini Agent wants to run ${call.name}(${shorten(JSON.stringify(call.arguments) ?? "", 80)})`,
-      "Review…",
-      "Allow once",
-      "Reject",
-    );
-    if (first === "Allow once") return "allow_once";
-    if (first === "Reject") return "reject_once";
+    const first = await vscode.window.showWarningMessage(`Mini Agent wants to run ${call.name}(${inline})`, "Review…");
     if (first === undefined) return undefined;
   }
-  const source = request.tool.source ? `\n\nDefined in ${request.tool.source.path}:${request.tool.source.line}` : "";
-  const picked = await vscode.window.showWarningMessage(
-    `Allow Mini Agent to run “${call.name}”?`,
-    { modal: true, detail: `Arguments:\n${args}${source}\n\n“Always” holds for this tool until you revoke it in Manage approvals.` },
-    ...CHOICES.map((choice) => choice.label),
-  );
-  return CHOICES.find((choice) => choice.label === picked)?.decision;
+  const source = request.tool.source ? ` · defined in ${request.tool.source.path}:${request.tool.source.line}` : "";
+  const picker = vscode.window.createQuickPick<ApprovalChoice & vscode.QuickPickItem>();
+  picker.title = `Allow Mini Agent to run “${call.name}”?`;
+  picker.placeholder = `${call.name}(${inline})${source} — Enter rejects; Escape decides later`;
+  picker.items = [...APPROVAL_CHOICES];
+  picker.activeItems = picker.items.filter((item) => item.decision === DEFAULT_DECISION);
+  picker.ignoreFocusOut = true;
+  const decision = await new Promise<Decision | undefined>((resolve) => {
+    picker.onDidAccept(() => resolve(picker.selectedItems[0]?.decision));
+    picker.onDidHide(() => resolve(undefined));
+    picker.show();
+  });
+  picker.dispose();
+  return decision;
 }
 
 function sessionIdOf(arg: SessionArg): string | undefined {

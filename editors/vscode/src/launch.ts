@@ -59,3 +59,20 @@ export function whichIn(pathVar: string | undefined, isExecutable: (file: string
   const dirs = (pathVar ?? "").split(path.delimiter).filter(Boolean);
   return (name) => dirs.map((dir) => path.join(dir, name)).find(isExecutable);
 }
+
+/**
+ * Why a configured launch cannot start, in words, or undefined when it can. Checked before spawning,
+ * so a wrong path gives one message that names the setting instead of the spawn error.
+ */
+export function launchProblem(launch: Launch, probes: Probes): string | undefined {
+  if (launch.origin !== "setting:command" && launch.origin !== "setting:pythonPath") return undefined;
+  const found = launch.command.includes("/") || launch.command.includes("\\")
+    ? probes.isExecutable(launch.command)
+    : probes.which(launch.command) !== undefined;
+  if (found) return undefined;
+  const setting = launch.origin === "setting:command" ? "miniAgent.command" : "miniAgent.pythonPath";
+  return (
+    `Mini Agent could not start the daemon: ${setting} is set to “${launch.command}”, which does not exist ` +
+    "or is not executable. Fix the path, or clear the setting to use the workspace's .venv."
+  );
+}

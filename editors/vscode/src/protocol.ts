@@ -161,11 +161,40 @@ export interface LlmOptions {
   toolMode?: ToolMode;
   temperature?: number;
   maxTokens?: number;
+  maxRetries?: number;
 }
 
 export interface InitializationOptions {
   llm?: LlmOptions;
   maxSteps?: number;
+  /** False in an untrusted workspace: the daemon then refuses workspace tools until agent/trustWorkspace. */
+  workspaceTrusted?: boolean;
+}
+
+export interface ClientSettings {
+  baseUrl?: string;
+  model?: string;
+  toolMode?: ToolMode;
+  maxSteps?: number;
+}
+
+/** What `initialize` carries: the model settings, the API key if one is stored, and the workspace's trust. */
+export function initializationOptions(
+  settings: ClientSettings,
+  apiKey: string | undefined,
+  workspaceTrusted: boolean,
+): InitializationOptions {
+  return { llm: llmOptions(settings, apiKey), maxSteps: settings.maxSteps, workspaceTrusted };
+}
+
+/** The model settings as the protocol's `llm` object (initialize, agent/resumeSession). */
+export function llmOptions(settings: ClientSettings, apiKey?: string): LlmOptions {
+  return {
+    baseUrl: settings.baseUrl || undefined,
+    model: settings.model || undefined,
+    toolMode: settings.toolMode,
+    ...(apiKey ? { apiKey } : {}),
+  };
 }
 
 export interface StartSessionOptions {
@@ -284,6 +313,56 @@ export function onceForm(choice: Decision): Decision {
   return choice;
 }
 
+// -- client tools --------------------------------------------------------------------------------
+
+/** The daemon's `agent/executeTool` request: run a client tool for a session's call. */
+export interface ExecuteToolParams {
+  sessionId: string;
+  toolCallId: string;
+  name: string;
+  arguments: unknown;
+}
+
+/**
+ * A tool the editor runs itself (other extensions contribute them through the extension's API):
+ * the daemon shows it to the model like any other and asks for its result with `agent/executeTool`.
+ * `run`'s value (a string, or any JSON value) becomes the observation; a throw becomes an error one.
+ */
+export interface ClientTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  requiresApproval?: boolean;
+  run(args: unknown, call: { sessionId: string; toolCallId: string }): unknown;
+}
+
+/** The client tools of this window, by name; the daemon is told of each one. */
+export class ClientTools {
+  private readonly tools = new Map<string, ClientTool>();
+  private readonly listeners = new Set<(tool: ClientTool) => void>();
+
+  add(tool: ClientTool): Disposable {
+    this.tools.set(tool.name, tool);
+    for (const listener of this.listeners) listener(tool);
+    return { dispose: () => this.tools.get(tool.name) === tool && this.tools.delete(tool.name) };
+  }
+
+  all(): ClientTool[] {
+    return [...this.tools.values()];
+  }
+
+  onDidAdd(listener: (tool: ClientTool) => void): Disposable {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  async execute(params: ExecuteToolParams): Promise<unknown> {
+    const tool = this.tools.get(params.name);
+    if (tool === undefined) throw new Error(`no client tool named ${params.name} in this editor (it was removed)`);
+    return tool.run(params.arguments, { sessionId: params.sessionId, toolCallId: params.toolCallId });
+  }
+}
+
 // -- the client ----------------------------------------------------------------------------------
 
 export interface AgentClientHandlers {
@@ -291,6 +370,8 @@ export interface AgentClientHandlers {
   onToolsChanged?(tools: Tool[]): void;
   /** Answers `agent/requestPermission`; without one the daemon waits for `agent/approve`. */
   approvals?: ApprovalPolicy;
+  /** Answers `agent/executeTool`. */
+  clientTools?: ClientTools;
 }
 
 /** Typed agent/* requests over a peer, plus the daemon's notifications and requests routed to handlers. */
@@ -307,7 +388,18 @@ export class AgentClient {
         if (handlers.approvals === undefined) throw new Error("this client does not answer approvals");
         return handlers.approvals.answer(params);
       }),
+      peer.onRequest("agent/executeTool", (params: ExecuteToolParams) => {
+        if (handlers.clientTools === undefined) throw new Error("this client has no client tools");
+        return handlers.clientTools.execute(params);
+      }),
     ];
+  }
+
+  /** Tell the daemon about a client tool (again after a restart: it keeps no client tools). */
+  async registerClientTool(tool: ClientTool): Promise<Tool[]> {
+    const { name, description, inputSchema, requiresApproval = false } = tool;
+    const params = { name, description, inputSchema, requiresApproval, client: true };
+    return (await this.request<{ tools: Tool[] }>("agent/registerTool", params)).tools;
   }
 
   async registerFile(path: string, options: RegisterOptions = {}): Promise<Tool[]> {
@@ -316,6 +408,15 @@ export class AgentClient {
 
   async registerFunction(path: string, fn: string, options: RegisterOptions = {}): Promise<Tool[]> {
     return (await this.request<{ tools: Tool[] }>("agent/registerTool", { path, function: fn, ...options })).tools;
+  }
+
+  /** The user trusted the workspace: the daemon may now load workspace tools. */
+  async trustWorkspace(): Promise<Tool[]> {
+    return (await this.request<{ tools: Tool[] }>("agent/trustWorkspace", {})).tools;
+  }
+
+  async unregisterTool(name: string): Promise<Tool[]> {
+    return (await this.request<{ tools: Tool[] }>("agent/unregisterTool", { name })).tools;
   }
 
   async listTools(): Promise<Tool[]> {
@@ -347,6 +448,11 @@ export class AgentClient {
     total: number;
   }> {
     return this.request("agent/listSessions", filter);
+  }
+
+  /** Take a stored session up in this daemon, with new model settings if given (it keeps its own otherwise). */
+  resumeSession(sessionId: string, llm?: LlmOptions): Promise<Session> {
+    return this.request("agent/resumeSession", llm === undefined ? { sessionId } : { sessionId, llm });
   }
 
   getSession(sessionId: string): Promise<Session> {

@@ -3,8 +3,8 @@
  * escaping, the folding of long observations and the marking of errors without a webview.
  */
 
-import type { Usage } from "./protocol";
-import { stopText, type SessionTrace, type TraceEntry } from "./trace";
+import type { Observation, Usage } from "./protocol";
+import { finalAnswer, headline, stopText, type SessionTrace, type ToolCallState, type TraceEntry } from "./trace";
 
 /** Observations longer than this (characters or lines) start folded. */
 export const FOLD_CHARS = 600;
@@ -19,27 +19,33 @@ export function escapeHtml(text: string): string {
     .replace(/'/g, "&#39;");
 }
 
+/**
+ * The answer first and largest; below it each step once, as its tool cards, with the model's raw
+ * text folded away (a closed <details>): the cards already say what it asked for.
+ */
 export function renderTrace(trace: SessionTrace): string {
+  const answer = finalAnswer(trace);
+  const failed = trace.stopReason !== null && trace.stopReason !== "end_turn";
   const parts = [
     `<header><h1>${escapeHtml(trace.task || trace.sessionId)}</h1>`,
-    `<div class="meta">session <code>${escapeHtml(trace.sessionId)}</code> · ${escapeHtml(statusText(trace))}`,
+    `<div class="meta"><span class="state${failed ? " warn" : ""}">${escapeHtml(headline(trace))}</span>`,
+    ` · session <code>${escapeHtml(trace.sessionId)}</code>`,
     trace.usage ? ` · ${escapeHtml(usageText(trace.usage))}` : "",
     "</div></header>",
+    answer === undefined
+      ? ""
+      : `<section class="answer" id="answer"><h2>Answer</h2><div class="answer-text">${escapeHtml(answer)}</div></section>`,
   ];
   let step = -1;
   for (const entry of trace.entries) {
-    if (entry.step !== step) {
+    if (entry.kind === "answer") continue;
+    if (entry.kind !== "status" && entry.step !== step) {
       step = entry.step;
       parts.push(`<h2 class="step">Step ${step + 1}</h2>`);
     }
-    parts.push(renderEntry(entry));
+    parts.push(renderEntry(entry, trace.sessionId));
   }
   return parts.join("");
-}
-
-function statusText(trace: SessionTrace): string {
-  if (trace.status === "finished") return stopText(trace.stopReason);
-  return trace.status.replace("_", " ");
 }
 
 export function usageText(usage: Usage): string {
@@ -47,12 +53,15 @@ export function usageText(usage: Usage): string {
   return `${usage.promptTokens} prompt${cached} + ${usage.completionTokens} completion tokens`;
 }
 
-function renderEntry(entry: TraceEntry): string {
+function renderEntry(entry: TraceEntry, sessionId: string): string {
   switch (entry.kind) {
     case "thought":
-      return `<div class="thought"><pre>${escapeHtml(entry.text)}</pre></div>`;
+      return (
+        `<details class="raw" data-key="raw-${escapeHtml(sessionId)}-${entry.step}">` +
+        `<summary>Model output</summary><pre>${escapeHtml(entry.text)}</pre></details>`
+      );
     case "answer":
-      return `<div class="answer"><div class="label">Final answer</div><pre>${escapeHtml(entry.text)}</pre></div>`;
+      return "";
     case "status": {
       const reason = entry.stopReason ? stopText(entry.stopReason) : entry.status;
       const message = entry.message ? `: ${escapeHtml(entry.message)}` : "";
@@ -65,7 +74,6 @@ function renderEntry(entry: TraceEntry): string {
 }
 
 function renderTool(entry: Extract<TraceEntry, { kind: "tool" }>): string {
-  const failed = entry.state === "failed" || entry.observation?.isError === true;
   const args = entry.arguments === null || entry.arguments === undefined
     ? entry.rawArguments
     : JSON.stringify(entry.arguments, null, 2);
@@ -73,14 +81,18 @@ function renderTool(entry: Extract<TraceEntry, { kind: "tool" }>): string {
     `<div class="tool-head"><span class="badge ${entry.state}">${escapeHtml(entry.state.replace("_", " "))}</span>` +
     ` <code class="tool-name">${escapeHtml(entry.name)}</code></div>`;
   const argBlock = args ? `<pre class="args">${escapeHtml(args)}</pre>` : "";
-  const obs = entry.observation === undefined ? "" : renderObservation(entry.toolCallId, entry.observation.output, failed,
-    entry.observation.truncated === true, entry.observation.elapsedMs);
-  return `<div class="tool${failed ? " error" : ""}" data-call="${escapeHtml(entry.toolCallId)}">${head}${argBlock}${obs}</div>`;
+  const obs = entry.observation === undefined ? "" : renderObservation(entry.toolCallId, entry.observation, entry.state);
+  return `<div class="tool ${entry.state}" data-call="${escapeHtml(entry.toolCallId)}">${head}${argBlock}${obs}</div>`;
 }
 
-function renderObservation(callId: string, output: string, isError: boolean, truncated: boolean, ms: number): string {
-  const label = `${isError ? "Error" : "Observation"} · ${Math.round(ms)} ms${truncated ? " · truncated by the daemon" : ""}`;
-  const cls = `observation${isError ? " error" : ""}`;
+const OBSERVATION_LABELS: Partial<Record<ToolCallState, string>> = { failed: "Error", rejected: "Rejected" };
+
+function renderObservation(callId: string, observation: Observation, state: ToolCallState): string {
+  const { output, truncated, elapsedMs } = observation;
+  const kind = OBSERVATION_LABELS[state] ?? "Observation";
+  const time = state === "rejected" ? "" : ` · ${Math.round(elapsedMs)} ms`;
+  const label = `${kind}${time}${truncated ? " · truncated by the daemon" : ""}`;
+  const cls = `observation ${state}`;
   const lines = output.split("\n").length;
   if (output.length <= FOLD_CHARS && lines <= FOLD_LINES) {
     return `<div class="${cls}"><div class="label">${escapeHtml(label)}</div><pre>${escapeHtml(output)}</pre></div>`;

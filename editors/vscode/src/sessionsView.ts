@@ -6,7 +6,7 @@
 import * as vscode from "vscode";
 import type { SessionStatus, SessionSummary } from "./protocol";
 import { stopText, type TraceStore } from "./trace";
-import { shorten } from "./traceView";
+import { shorten } from "./prompts";
 
 export interface SessionItem {
   sessionId: string;

@@ -16,7 +16,16 @@ import type {
   Usage,
 } from "./protocol";
 
-export type ToolCallState = "pending" | "in_progress" | "completed" | "failed";
+export type ToolCallState = "pending" | "in_progress" | "completed" | "failed" | "rejected";
+
+/** How the daemon words the observation of a call the user declined (runtime.DECLINED). */
+export const DECLINED_PREFIX = "The user declined to run this tool call.";
+
+/** A finished call's state: a declined call is "rejected", not an error of the tool. */
+export function callState(observation: Observation): ToolCallState {
+  if (!observation.isError) return "completed";
+  return observation.output.startsWith(DECLINED_PREFIX) ? "rejected" : "failed";
+}
 
 export type TraceEntry =
   | { kind: "thought"; step: number; text: string; chunks: number }
@@ -38,6 +47,7 @@ export interface SessionTrace {
   task: string;
   status: SessionStatus;
   stopReason: StopReason | null;
+  /** The step the trace is at: the step of the latest model output or tool event, never of a status. */
   step: number;
   entries: TraceEntry[];
   usage: Usage | null;
@@ -51,9 +61,12 @@ export function newTrace(sessionId: string, task = ""): SessionTrace {
   return { sessionId, task, status: "ready", stopReason: null, step: 0, entries: [], usage: null, events: [] };
 }
 
-/** Apply one update in place; consecutive thought chunks of a step join into one entry. */
+/**
+ * Apply one update in place; consecutive thought chunks of a step join into one entry. Status
+ * updates do not move the step: the daemon numbers a status change by the step it would start next.
+ */
 export function applyUpdate(trace: SessionTrace, step: number, update: Update): void {
-  trace.step = step;
+  if (update.kind !== "status" && update.kind !== "usage_update") trace.step = step;
   trace.events.push({ step, kind: update.kind });
   switch (update.kind) {
     case "agent_thought_chunk":
@@ -77,7 +90,7 @@ export function applyUpdate(trace: SessionTrace, step: number, update: Update): 
     case "tool_call_update": {
       const entry = findTool(trace, update.toolCallId);
       if (entry === undefined) return;
-      entry.state = update.status;
+      entry.state = update.observation === undefined ? update.status : callState(update.observation);
       if (update.observation !== undefined) entry.observation = update.observation;
       return;
     }
@@ -90,7 +103,7 @@ export function applyUpdate(trace: SessionTrace, step: number, update: Update): 
       if (update.stopReason || update.message) {
         trace.entries.push({
           kind: "status",
-          step,
+          step: trace.step,
           status: update.status,
           stopReason: update.stopReason ?? null,
           message: update.message ?? null,
@@ -141,7 +154,7 @@ function appendStep(trace: SessionTrace, step: StepResult): void {
       name: call.name,
       arguments: call.arguments,
       rawArguments: call.rawArguments,
-      state: observation === undefined ? "pending" : observation.isError ? "failed" : "completed",
+      state: observation === undefined ? "pending" : callState(observation),
       observation,
     });
   }
@@ -227,24 +240,38 @@ export class TraceStore {
 
 // -- one-line summaries ----------------------------------------------------------------------------
 
-/** The status-bar text: "$(sync~spin) mini-agent: step 2 · count_file_lines". */
-export function statusLabel(trace: SessionTrace | undefined): string {
-  if (trace === undefined) return "$(hubot) mini-agent";
+/**
+ * Where a session stands, in a few words: "step 2 · count_file_lines", "step 2 · awaiting approval",
+ * "model error". The status bar and the trace view's header both show this, so they never disagree.
+ */
+export function headline(trace: SessionTrace): string {
   const step = `step ${trace.step + 1}`;
   switch (trace.status) {
     case "running": {
       const tool = runningTool(trace);
-      return `$(sync~spin) mini-agent: ${step}${tool ? ` · ${tool}` : ""}`;
+      return tool ? `${step} · ${tool}` : step;
     }
     case "awaiting_approval":
-      return `$(bell) mini-agent: ${step} · awaiting approval`;
+      return `${step} · awaiting approval`;
     case "finished":
-      return `$(${trace.stopReason === "end_turn" ? "check" : "warning"}) mini-agent: ${stopText(trace.stopReason)}`;
+      return stopText(trace.stopReason);
     case "ready":
-      return trace.stopReason === null && trace.entries.length === 0
-        ? "$(hubot) mini-agent"
-        : `$(debug-pause) mini-agent: ${lastStopText(trace)}`;
+      return lastStopText(trace);
   }
+}
+
+/** The status-bar text: "$(sync~spin) mini-agent: step 2 · count_file_lines". */
+export function statusLabel(trace: SessionTrace | undefined): string {
+  if (trace === undefined || (trace.status === "ready" && trace.stopReason === null && trace.entries.length === 0)) {
+    return "$(hubot) mini-agent";
+  }
+  const icons: Record<SessionStatus, string> = {
+    running: "sync~spin",
+    awaiting_approval: "bell",
+    finished: trace.stopReason === "end_turn" ? "check" : "warning",
+    ready: trace.stopReason === "error" ? "error" : "debug-pause",
+  };
+  return `$(${icons[trace.status]}) mini-agent: ${headline(trace)}`;
 }
 
 function runningTool(trace: SessionTrace): string | undefined {
@@ -257,6 +284,7 @@ function runningTool(trace: SessionTrace): string | undefined {
 }
 
 function lastStopText(trace: SessionTrace): string {
+  if (trace.stopReason !== null) return stopText(trace.stopReason);
   for (let i = trace.entries.length - 1; i >= 0; i -= 1) {
     const entry = trace.entries[i];
     if (entry.kind === "status" && entry.stopReason) return stopText(entry.stopReason);

@@ -4,6 +4,7 @@
  */
 
 import * as vscode from "vscode";
+import { shorten } from "./prompts";
 import { renderTrace } from "./render";
 import type { SessionTrace, TraceStore } from "./trace";
 
@@ -51,6 +52,11 @@ export class TraceView implements vscode.Disposable {
 
   get current(): string | undefined {
     return this.sessionId;
+  }
+
+  /** Whether the user can see the trace right now (then the run's outcome needs no notification). */
+  get visible(): boolean {
+    return this.panel?.visible === true;
   }
 
   dispose(): void {
@@ -104,9 +110,4 @@ export class TraceView implements vscode.Disposable {
 <body><main id="trace"><p class="empty">No session yet. Run “Mini Agent: Ask…”.</p></main>
 <script nonce="${nonce}" src="${media("trace.js")}"></script></body></html>`;
   }
-}
-
-export function shorten(text: string, max: number): string {
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
 }

@@ -7,7 +7,15 @@ import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { AgentClient, ApprovalPolicy, type Decision, type PermissionRequest, type Tool } from "../src/protocol";
+import {
+  AgentClient,
+  ApprovalPolicy,
+  ClientTools,
+  llmOptions,
+  type Decision,
+  type PermissionRequest,
+  type Tool,
+} from "../src/protocol";
 import { renderTrace } from "../src/render";
 import { finalAnswer, statusLabel, traceFromSession, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
 import { copyWorkspace, startDaemon, startReplay, waitFor, type DaemonConnection, type Replay } from "./harness";
@@ -163,7 +171,7 @@ describe("approvals", () => {
     assert.equal(secondRun.stopReason, "end_turn", r.daemon.stderr());
     assert.equal(r.asked.length, 2, "revoked: the call prompts again");
     const [refused] = tools(r.store.get(second.sessionId)!);
-    assert.equal(refused.state, "failed");
+    assert.equal(refused.state, "rejected");
     assert.equal(refused.observation?.isError, true);
     assert.ok(secondRun.finalAnswer?.startsWith("not allowed: "));
     assert.ok(secondRun.finalAnswer!.length > "not allowed: ".length);
@@ -190,6 +198,61 @@ describe("approvals", () => {
     assert.equal(result.stopReason, "end_turn", r.daemon.stderr());
     assert.equal(result.finalAnswer, `schema.py has ${expected} non-empty lines.`);
     assert.equal(policy.pending().length, 0);
+  });
+});
+
+describe("client tools", () => {
+  let r: Rig | undefined;
+  after(() => closeRig(r));
+
+  test("a tool the editor runs answers agent/executeTool; its throw becomes an error observation", async () => {
+    const ask = (name: string) => ({ content: `Thought: ask the editor.\nAction: ${name}\nAction Input: {"word": "tea"}` });
+    r = await rig([ask("open_editors"), ask("broken"), { content: "Final Answer: {last_observation}" }]);
+    const calls: unknown[] = [];
+    const editorTools = new ClientTools();
+    const schema = { type: "object", properties: { word: { type: "string" } }, required: ["word"] };
+    editorTools.add({ name: "open_editors", description: "What the editor has open.", inputSchema: schema,
+      run: (args, call) => { calls.push([args, call.sessionId]); return "a.py, b.py"; } });
+    editorTools.add({ name: "broken", description: "Always fails.", inputSchema: schema, run: () => { throw new Error("no editor here"); } });
+    const client = new AgentClient(r.daemon.peer, { onUpdate: (params) => r!.store.apply(params), clientTools: editorTools });
+    for (const tool of editorTools.all()) {
+      const [registered] = await client.registerClientTool(tool);
+      assert.equal(registered.client, true);
+    }
+    const { sessionId } = await client.startSession("what is open?");
+    const result = await client.run(sessionId);
+    assert.equal(result.stopReason, "end_turn", r.daemon.stderr());
+    assert.deepEqual(calls, [[{ word: "tea" }, sessionId]]);
+    const [ok, failed] = tools(r.store.get(sessionId)!);
+    assert.equal(ok.observation?.output, "a.py, b.py");
+    assert.equal(ok.state, "completed");
+    assert.equal(failed.state, "failed");
+    assert.match(failed.observation?.output ?? "", /no editor here/);
+    client.dispose();
+  });
+});
+
+describe("a model that is down", () => {
+  let r: Rig | undefined;
+  after(() => closeRig(r));
+
+  test("the run stops with the daemon's error; Retry resumes the session with the fixed URL and runs on", async () => {
+    r = await rig([{ content: "Final Answer: back again" }]);
+    const dead = { baseUrl: "http://127.0.0.1:9/v1", model: "replay", toolMode: "react" as const };
+    // What initialize would carry had the user's setting pointed at a dead server (no retries: quicker).
+    const { sessionId } = await r.client.startSession("still there?", { llm: { ...llmOptions(dead), maxRetries: 0 } });
+    const failed = await r.client.run(sessionId);
+    assert.equal(failed.stopReason, "error");
+    assert.match(failed.error ?? "", /127\.0\.0\.1:9/);
+    const trace = r.store.get(sessionId)!;
+    assert.equal(statusLabel(trace), "$(error) mini-agent: model error");
+
+    // What the Retry action does once the setting is fixed: resume with today's settings, then run.
+    const resumed = await r.client.resumeSession(sessionId, llmOptions({ ...dead, baseUrl: r.replay.url }));
+    assert.equal(resumed.status, "ready");
+    const again = await r.client.run(sessionId);
+    assert.equal(again.stopReason, "end_turn", r.daemon.stderr());
+    assert.equal(again.finalAnswer, "back again");
   });
 });
 

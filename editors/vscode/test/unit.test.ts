@@ -6,11 +6,19 @@
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { resolveLaunch, whichIn } from "../src/launch";
-import { ApprovalDeferred, ApprovalPolicy, onceForm, type PermissionRequest } from "../src/protocol";
+import { launchProblem, resolveLaunch, whichIn } from "../src/launch";
+import { APPROVAL_CHOICES, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
+import {
+  ApprovalDeferred,
+  ApprovalPolicy,
+  initializationOptions,
+  onceForm,
+  type PermissionRequest,
+  type RunResult,
+} from "../src/protocol";
 import { functionAtLine } from "../src/python";
 import { escapeHtml, FOLD_CHARS, renderTrace } from "../src/render";
-import { applyUpdate, newTrace, statusLabel } from "../src/trace";
+import { applyUpdate, DECLINED_PREFIX, newTrace, statusLabel, type SessionTrace } from "../src/trace";
 
 describe("resolveLaunch", () => {
   const root = path.join(path.sep, "ws");
@@ -37,6 +45,15 @@ describe("resolveLaunch", () => {
     assert.equal(resolveLaunch({}, root, probes([plain, onPath]))?.command, plain);
     assert.equal(resolveLaunch({}, root, probes([onPath]))?.origin, "PATH");
     assert.equal(resolveLaunch({}, undefined, probes([venv])), undefined);
+  });
+
+  test("a configured path that is not there is refused before any spawn, naming the setting", () => {
+    const missing = resolveLaunch({ command: "/nowhere/mini-agent" }, root, probes([]))!;
+    assert.match(launchProblem(missing, probes([]))!, /miniAgent\.command is set to “\/nowhere\/mini-agent”, which does not exist/);
+    assert.equal(launchProblem(missing, probes(["/nowhere/mini-agent"])), undefined);
+    const bare = resolveLaunch({ pythonPath: "python9" }, root, probes([]))!;
+    assert.match(launchProblem(bare, probes([]))!, /miniAgent\.pythonPath/);
+    assert.equal(launchProblem(bare, probes([path.join(path.sep, "usr", "bin", "python9")])), undefined);
   });
 });
 
@@ -94,10 +111,109 @@ describe("trace folding and rendering", () => {
     });
     const html = renderTrace(trace);
     assert.ok(!html.includes("<b>task</b>") && html.includes(escapeHtml("<b>task</b>")));
-    assert.ok(html.includes('class="tool error"'));
-    assert.match(html, /<details class="observation error" data-key="obs-c1"><summary>Error · 3 ms/);
+    assert.ok(html.includes('class="tool failed"'));
+    assert.match(html, /<details class="observation failed" data-key="obs-c1"><summary>Error · 3 ms/);
     assert.ok(html.includes("&quot;&lt;x&gt;&quot;"));
     assert.equal(statusLabel(trace), "$(sync~spin) mini-agent: step 1");
+  });
+});
+
+/** A run of `count` at step 0 (thought, call, observation), then the answer at step 1. */
+function answeredTrace(output: string, isError = false): SessionTrace {
+  const trace = newTrace("s", "count");
+  applyUpdate(trace, 0, { kind: "status", status: "running" });
+  applyUpdate(trace, 0, { kind: "agent_thought_chunk", text: "Thought: count it.\nAction: count\nAction Input: {}" });
+  applyUpdate(trace, 0, { kind: "tool_call", toolCallId: "c1", name: "count", arguments: {}, rawArguments: "{}", status: "pending" });
+  applyUpdate(trace, 0, {
+    kind: "tool_call_update", toolCallId: "c1", status: isError ? "failed" : "completed",
+    observation: { toolCallId: "c1", toolName: "count", output, isError, elapsedMs: 1 },
+  });
+  applyUpdate(trace, 1, { kind: "agent_thought_chunk", text: "Thought: done.\nFinal Answer: 42 lines" });
+  applyUpdate(trace, 1, { kind: "agent_message_chunk", text: "42 lines" });
+  applyUpdate(trace, 1, { kind: "status", status: "finished", stopReason: "end_turn" });
+  return trace;
+}
+
+const count = (text: string, part: string) => text.split(part).length - 1;
+
+describe("the trace view shows each thing once", () => {
+  test("raw model text is folded, the answer comes once, first and as the answer block", () => {
+    const html = renderTrace(answeredTrace("42"));
+    assert.equal(count(html, "42 lines"), 2, "the answer block and the folded raw text of the last step");
+    const answerAt = html.indexOf('<section class="answer"');
+    assert.ok(answerAt > 0 && answerAt < html.indexOf('class="step"'), "the answer comes before the steps");
+    assert.equal(count(html, "<details class=\"raw\""), 2);
+    assert.ok(!/<details[^>]*\bopen\b/.test(html), "raw text starts folded");
+    assert.equal(count(html, "<pre class=\"args\">"), 1, "one card per call");
+    assert.deepEqual([...html.matchAll(/Step (\d+)/g)].map((m) => m[1]), ["1", "2"]);
+  });
+
+  test("a rejected call has its own state, neither failed nor an error", () => {
+    const trace = answeredTrace(`${DECLINED_PREFIX} Reason: not now`, true);
+    const html = renderTrace(trace);
+    const call = trace.entries.find((e) => e.kind === "tool");
+    assert.equal(call?.kind === "tool" && call.state, "rejected");
+    assert.ok(html.includes('<span class="badge rejected">rejected</span>'));
+    assert.ok(html.includes("Rejected") && !html.includes("Error") && !html.includes("failed"));
+  });
+
+  test("the status bar and the trace agree on the step while a call waits for approval", () => {
+    const trace = newTrace("s", "count");
+    applyUpdate(trace, 0, { kind: "status", status: "running" });
+    applyUpdate(trace, 0, { kind: "tool_call", toolCallId: "a", name: "count", arguments: {}, rawArguments: "{}", status: "pending" });
+    applyUpdate(trace, 0, { kind: "tool_call_update", toolCallId: "a", status: "completed",
+      observation: { toolCallId: "a", toolName: "count", output: "1", isError: false, elapsedMs: 1 } });
+    applyUpdate(trace, 1, { kind: "tool_call", toolCallId: "b", name: "rm", arguments: {}, rawArguments: "{}", status: "pending" });
+    // The daemon numbers this status by the step it would start next (len(steps)).
+    applyUpdate(trace, 2, { kind: "status", status: "awaiting_approval" });
+    const headings = [...renderTrace(trace).matchAll(/Step (\d+)/g)].map((m) => m[1]);
+    assert.equal(headings.at(-1), "2");
+    assert.equal(statusLabel(trace), "$(bell) mini-agent: step 2 · awaiting approval");
+    assert.ok(renderTrace(trace).includes(">step 2 · awaiting approval<"));
+  });
+
+  test("a run that failed never reads as ready", () => {
+    const trace = newTrace("s", "count");
+    applyUpdate(trace, 0, { kind: "status", status: "running" });
+    applyUpdate(trace, 0, { kind: "status", status: "ready", stopReason: "error", message: "cannot reach http://127.0.0.1:9/v1" });
+    const html = renderTrace(trace);
+    assert.ok(!html.includes(">ready<"), html);
+    assert.ok(html.includes('<span class="state warn">model error</span>'));
+    assert.equal(statusLabel(trace), "$(error) mini-agent: model error");
+  });
+});
+
+describe("prompts", () => {
+  test("approval choices read in order and the default is the safe one", () => {
+    assert.deepEqual(APPROVAL_CHOICES.map((c) => c.label), ["Allow once", "Always allow", "Reject", "Always reject"]);
+    assert.equal(DEFAULT_DECISION, "reject_once");
+    assert.equal(APPROVAL_CHOICES.find((c) => c.decision === DEFAULT_DECISION)?.label, "Reject");
+  });
+
+  const result = (over: Partial<RunResult>): RunResult => ({
+    sessionId: "s", status: "finished", stopReason: "end_turn", finalAnswer: "42", steps: 2, stepsRun: 2, error: null,
+    usage: { promptTokens: 1, completionTokens: 1, cachedTokens: 0 }, ...over,
+  });
+
+  test("an answer is a notification only when the trace is hidden", () => {
+    assert.equal(runNotice(result({}), "42", true), undefined);
+    assert.deepEqual(runNotice(result({}), "42", false), { severity: "info", text: "Mini Agent: 42", actions: ["Show trace"] });
+    assert.equal(runNotice(result({ stopReason: "cancelled", status: "ready" }), undefined, false), undefined);
+  });
+
+  test("a model error is one message, in the daemon's words, with Retry and Open Settings", () => {
+    const error = "Cannot reach the model server at http://127.0.0.1:9/v1: connection refused. Start it, or set miniAgent.baseUrl.";
+    const notice = runNotice(result({ stopReason: "error", status: "ready", error, finalAnswer: null }), undefined, true);
+    assert.deepEqual(notice, { severity: "error", text: `Mini Agent: ${error}`, actions: [RETRY, OPEN_SETTINGS] });
+  });
+});
+
+describe("initialize", () => {
+  test("the workspace's trust goes to the daemon", () => {
+    const options = initializationOptions({ baseUrl: "http://m/v1", model: "", toolMode: "react", maxSteps: 5 }, undefined, false);
+    assert.deepEqual(options, { llm: { baseUrl: "http://m/v1", model: undefined, toolMode: "react" }, maxSteps: 5, workspaceTrusted: false });
+    assert.equal(initializationOptions({}, "k", true).workspaceTrusted, true);
+    assert.equal(initializationOptions({}, "k", true).llm?.apiKey, "k");
   });
 });
 

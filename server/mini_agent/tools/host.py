@@ -1,10 +1,19 @@
 """Daemon side of the tool host: a small pool of host subprocesses per workspace.
 
 The daemon never imports workspace code; it only routes requests to `host_main` subprocesses and
-turns their faults (exit, signal, hang, broken pipe, cancellation) into results. Each host runs one
-request at a time; up to `max_hosts` hosts are started on demand so parallel tool calls overlap.
-A host that dies or is killed is dropped and the next request starts a fresh one, which re-loads
-the files it needs before its first call.
+turns their faults (exit, signal, hang, broken pipe, cancellation, running out of memory) into
+results. Each host runs one request at a time; up to `max_hosts` hosts are started on demand so
+parallel tool calls overlap. A host that dies or is killed is dropped and the next request starts a
+fresh one, which re-loads the files it needs before its first call.
+
+No process a tool starts outlives its call: the host ends its own descendants before each reply,
+and killing a host (timeout, cancel, close) ends its whole tree, including children that left its
+session (`setsid`) or double-forked (see `reaper`). A host is a warden process and the worker below
+it that runs the tools, both child subreapers, so orphans stay below them: when the worker dies, or
+the daemon does, the warden ends what was left. A host's end is noticed by its exit, not only by its
+pipe closing, which a stray child may hold open. This holds against careless tools, not hostile
+ones: a tool runs as the user and can, say, kill its warden first. Hosts get the daemon's environment
+without the model's secrets (unless `inherit_secrets`) and a memory limit.
 """
 
 from __future__ import annotations
@@ -17,13 +26,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mini_agent.contracts import MAX_OUTPUT_BYTES, TOOL_TIMEOUT_SEC
-from mini_agent.tools import protocol
+from mini_agent.tools import protocol, reaper
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 # `-P` keeps the workspace (the cwd) off sys.path while the host imports its own dependencies, so a
@@ -34,11 +43,17 @@ _BOOTSTRAP = (
     "from mini_agent.tools.host_main import main; sys.exit(main())"
 )
 _EXIT_GRACE_SEC = 2.0
+# What the daemon itself, its CLI and editors read the model's key from.
+SECRET_VARIABLES = frozenset({"OPENAI_API_KEY", "MINI_AGENT_API_KEY"})
 _READ_CHUNK = 65536
 
 
 class LoadError(Exception):
     """A file could not be loaded or reflected; the message is meant for the client."""
+
+
+class Unsendable(ValueError):
+    """A request with no JSON form (a lone surrogate, say from a model's `\\udc80`); nothing was sent."""
 
 
 class HostDied(Exception):
@@ -100,11 +115,30 @@ class _FrameReader:
                 timer.cancel()
         return message
 
+    def hang_up(self) -> None:
+        """The host has exited: take what it wrote, then read EOF even if a stray child of it still
+        holds the pipe open."""
+        if self._fd < 0 or self._eof:
+            return
+        with contextlib.suppress(OSError):
+            while data := os.read(self._fd, _READ_CHUNK):
+                self._buffer += data
+        self._eof = True
+        self._loop.remove_reader(self._fd)
+        self._wake()
+
     def close(self) -> None:
+        """Stop reading; a request still waiting sees EOF (the host is being killed)."""
         if self._fd >= 0:
             self._loop.remove_reader(self._fd)
             os.close(self._fd)
             self._fd = -1
+        self._eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     def _on_readable(self) -> None:
         try:
@@ -118,8 +152,7 @@ class _FrameReader:
         else:
             self._eof = True
             self._loop.remove_reader(self._fd)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        self._wake()
 
     def _take(self) -> dict[str, Any] | None:
         size = protocol.HEADER.size
@@ -153,24 +186,27 @@ class _Worker:
         self.max_output = max_output
         self.loaded: dict[str, int] = {}  # path → the generation of the file this host has executed
         self.closed = False
+        self.pid = transport.get_pid()  # the worker's, once it has said it is ready
+        exited.done.add_done_callback(lambda _: reader.hang_up())
 
     @classmethod
-    async def start(cls, root: Path, python: str, max_output: int, timeout: float) -> _Worker:
+    async def start(cls, root: Path, settings: _Settings) -> _Worker:
         loop = asyncio.get_running_loop()
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         log_fd = _capture_file()
         child_fds = (request_r, reply_w, log_fd)
         command = [
-            python, "-P", "-c", _BOOTSTRAP,
+            settings.python, "-P", "-c", _BOOTSTRAP,
             "--request-fd", str(request_r), "--reply-fd", str(reply_w), "--log-fd", str(log_fd),
-            "--max-output", str(max_output), "--parent", str(os.getpid()),
+            "--max-output", str(settings.max_output), "--max-memory-mb", str(settings.max_memory_mb),
+            "--parent", str(os.getpid()),
         ]  # fmt: skip
         try:
             transport, exited = await loop.subprocess_exec(
                 _Exited, *command,
                 stdin=subprocess.DEVNULL, stdout=2, stderr=None,  # stray host output goes to our stderr
-                cwd=root, pass_fds=child_fds, start_new_session=True,
+                cwd=root, pass_fds=child_fds, start_new_session=True, env=settings.env,
             )  # fmt: skip
         except BaseException:
             for fd in (request_r, request_w, reply_r, reply_w, log_fd):
@@ -178,9 +214,10 @@ class _Worker:
             raise
         os.close(request_r)
         os.close(reply_w)
-        worker = cls(transport, exited, _FrameReader(reply_r), request_w, log_fd, max_output)
+        worker = cls(transport, exited, _FrameReader(reply_r), request_w, log_fd, settings.max_output)
+        timeout = settings.start_timeout
         try:
-            await worker.receive(timeout)
+            worker.pid = int((await worker.receive(timeout))["pid"])
         except BaseException as exc:
             worker.kill()
             if isinstance(exc, HostDied | TimeoutError):
@@ -192,7 +229,11 @@ class _Worker:
     async def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one request and wait up to `timeout` for its reply (TimeoutError past it)."""
         try:
-            _write_all(self.request_fd, protocol.encode(message))
+            frame = protocol.encode(message)
+        except ValueError as exc:
+            raise Unsendable(str(exc)) from None
+        try:
+            _write_all(self.request_fd, frame)
         except OSError as exc:
             raise await self._died(await self._exit_description()) from exc
         return await self.receive(timeout)
@@ -215,13 +256,15 @@ class _Worker:
             return ""
 
     def kill(self) -> None:
-        """Kill the host and everything it started (its own process group), then close our ends."""
+        """Kill the host and everything it started, then close our ends."""
         if self.closed:
             return
         self.closed = True
         if self.transport.get_returncode() is None:
+            pid = self.transport.get_pid()
+            reaper.kill_tree(pid)
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.transport.get_pid(), signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
             # Closing now would poll() and may reap the child under asyncio's own watcher.
             self.exited.done.add_done_callback(lambda _: self.transport.close())
         else:
@@ -263,11 +306,13 @@ class ToolHost:
         max_hosts: int = 4,
         python: str = sys.executable,
         start_timeout_sec: float = 60.0,
+        max_memory_mb: int = 1024,
+        inherit_secrets: bool = False,
+        secret_values: Collection[str] = (),
     ) -> None:
         self._root = Path(workspace_root)
-        self._max_output = max_output_bytes
-        self._python = python
-        self._start_timeout = start_timeout_sec
+        env = os.environ if inherit_secrets else tool_environment(os.environ, secret_values)
+        self._settings = _Settings(python, max_output_bytes, max_memory_mb, start_timeout_sec, dict(env))
         self._slots = asyncio.Semaphore(max_hosts)
         self._idle: list[_Worker] = []
         self._busy: set[_Worker] = set()
@@ -297,6 +342,8 @@ class ToolHost:
             raise LoadError(f"importing {path.name} timed out after {timeout:g} s") from None
         except HostDied as exc:
             raise LoadError(f"{exc} while importing {path.name}") from exc
+        except Unsendable as exc:
+            raise LoadError(f"cannot register {path.name}: {exc}") from None
         if not reply.get("ok"):
             raise LoadError(str(reply.get("error")))
         tools: list[dict[str, Any]] = reply["tools"]
@@ -326,6 +373,8 @@ class ToolHost:
                     return CallResult(f"{tool_name} timed out after {timeout:g} s", True, False, logs)
                 except HostDied as exc:
                     return CallResult(f"{tool_name} crashed: {exc}", True, False, exc.logs)
+                except Unsendable as exc:
+                    return CallResult(f"Invalid arguments for {tool_name}: {exc}", True)
                 worker.loaded[key] = generation
         except HostDied as exc:  # the host could not even start
             return CallResult(f"cannot run {tool_name}: {exc}", True)
@@ -346,8 +395,8 @@ class ToolHost:
 
     @property
     def pids(self) -> list[int]:
-        """The process ids of the live hosts (for diagnostics and benchmarks)."""
-        return [w.transport.get_pid() for w in (*self._idle, *self._busy)]
+        """The process ids of the live hosts' workers, which run the tools (for diagnostics, benchmarks)."""
+        return [w.pid for w in (*self._idle, *self._busy)]
 
     @contextlib.asynccontextmanager
     async def _lease(self) -> AsyncIterator[_Worker]:
@@ -368,7 +417,24 @@ class ToolHost:
                     self._idle.append(worker)
 
     async def _start(self) -> _Worker:
-        return await _Worker.start(self._root, self._python, self._max_output, self._start_timeout)
+        return await _Worker.start(self._root, self._settings)
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    python: str
+    max_output: int
+    max_memory_mb: int  # 0: no limit
+    start_timeout: float
+    env: dict[str, str]
+
+
+def tool_environment(environ: Mapping[str, str], secret_values: Collection[str]) -> dict[str, str]:
+    """`environ` without the model's key: the variables it is read from, and any holding its value."""
+    hidden = {value for value in secret_values if value}
+    return {
+        name: value for name, value in environ.items() if name not in SECRET_VARIABLES and value not in hidden
+    }
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:

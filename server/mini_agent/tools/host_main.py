@@ -4,13 +4,17 @@ Started by `host.ToolHost` (equivalent to `python -P -m mini_agent.tools.host_ma
 on /dev/null, the workspace root as cwd, and three inherited descriptors: the request pipe, the
 reply pipe and the capture file. It serves one request at a time; anything a tool does to fd 1/2
 lands in the capture file, so the daemon's stdout never sees it.
+
+The process forks once: the parent (the warden) only waits, and the child (the worker) runs the
+tools under the memory limit. Both are child subreapers. The worker ends whatever a request
+started before it replies; the warden, when the worker dies or the daemon does (its parent-death
+signal is SIGTERM), ends everything left below it and exits as the worker did.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import faulthandler
 import importlib.util
 import inspect
@@ -18,6 +22,7 @@ import itertools
 import linecache
 import os
 import re
+import resource
 import signal
 import sys
 import traceback
@@ -28,7 +33,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from mini_agent.contracts import MAX_OUTPUT_BYTES
-from mini_agent.tools import protocol
+from mini_agent.tools import protocol, reaper
 from mini_agent.tools.reflect import (
     ArgumentsError,
     ReflectedTool,
@@ -39,7 +44,6 @@ from mini_agent.tools.reflect import (
     render_result,
 )
 
-_PR_SET_PDEATHSIG = 1
 _LOADS = itertools.count(1)  # unique module names, also across Workspace instances
 _OWN_DIR = str(Path(__file__).resolve().parent)
 
@@ -173,9 +177,10 @@ class Workspace:
 class Host:
     """Answers load and call requests."""
 
-    def __init__(self, capture: Capture, max_output: int) -> None:
+    def __init__(self, capture: Capture, max_output: int, max_memory_mb: int = 0) -> None:
         self._capture = capture
         self._max_output = max_output
+        self._max_memory_mb = max_memory_mb
         self._workspace = Workspace()
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -185,6 +190,18 @@ class Host:
         if op == "call":
             return self._call(request)
         return {"ok": False, "error": f"unknown request {op!r}"}
+
+    def unsendable(self, request: dict[str, Any], exc: ValueError) -> dict[str, Any]:
+        """The error reply for a reply that cannot be encoded."""
+        problem = f"the tool host cannot send its reply: {_one_line(exc)}"
+        if request.get("op") == "call":
+            return {
+                "output": f"{request['tool']}: {problem}",
+                "isError": True,
+                "truncated": False,
+                "logs": "",
+            }
+        return {"ok": False, "error": problem}
 
     def _load(self, request: dict[str, Any]) -> dict[str, Any]:
         path = request["path"]
@@ -215,7 +232,7 @@ class Host:
         except LoadFailure as exc:
             return f"cannot run {label}: {exc}", True
         try:
-            return render_result(tool.invoke(request.get("arguments", {}))), False
+            return _unicode_only(render_result(tool.invoke(request.get("arguments", {})))), False
         except ArgumentsError as exc:
             return f"Invalid arguments for {label}:\n{exc}", True
         except ResultError as exc:
@@ -223,6 +240,11 @@ class Host:
         except SystemExit as exc:
             return f"{label} called sys.exit({exc.code!r})", True
         except BaseException as exc:
+            if isinstance(exc, MemoryError) and self._max_memory_mb:
+                return (
+                    f"{label} ran out of memory (the limit is tools.maxMemoryMB = {self._max_memory_mb})",
+                    True,
+                )
             _print_user_traceback(exc)
             return f"{label} raised {_one_line(exc)}", True
 
@@ -233,29 +255,98 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reply-fd", type=int, required=True)
     parser.add_argument("--log-fd", type=int, required=True)
     parser.add_argument("--max-output", type=int, default=MAX_OUTPUT_BYTES)
+    parser.add_argument("--max-memory-mb", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args(argv)
-    for fd in (args.request_fd, args.reply_fd, args.log_fd):
+    fds = (args.request_fd, args.reply_fd, args.log_fd)
+    for fd in fds:
         os.set_inheritable(fd, False)  # a tool's child must not keep our pipes open
-    _die_with_parent(args.parent)
+    # The warden: a subreaper that outlives the worker, so whatever a tool left behind when the
+    # worker died (or the daemon did: SIGTERM) still has a parent that ends it.
+    reaper.become_subreaper()
+    signal.signal(signal.SIGTERM, _raise_stop)
+    _die_with_parent(args.parent, signal.SIGTERM)
+    warden = os.getpid()
+    worker = os.fork()
+    if worker:
+        for fd in fds:
+            os.close(fd)  # the daemon must see EOF as soon as the worker is gone
+        return _guard(worker)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(warden, signal.SIGKILL)
+    reaper.become_subreaper()  # a double-forked daemon stays below the worker, within reach
+    if args.max_memory_mb:
+        limit = args.max_memory_mb * 1024 * 1024
+        # RLIMIT_DATA, not RLIMIT_AS: address space that is only reserved (a JVM's heap, WebAssembly
+        # memories) does not count, so such programs still start under a tool.
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     faulthandler.enable()  # a segfault's traceback goes to fd 2, i.e. into the capture file
     sys.path.insert(0, os.getcwd())  # the workspace root: tools may import their sibling modules
     channel = Channel(args.request_fd, args.reply_fd)
-    host = Host(Capture(args.log_fd, args.max_output), args.max_output)
+    host = Host(Capture(args.log_fd, args.max_output), args.max_output, args.max_memory_mb)
     channel.send({"ready": True, "pid": os.getpid()})
     while (request := channel.receive()) is not None:
-        channel.send(host.handle(request))
+        reply = host.handle(request)
+        _end_descendants()  # before the reply: nothing a call started survives it
+        try:
+            channel.send(reply)
+        except ValueError as exc:  # no JSON form, e.g. a lone surrogate in a tool's description
+            channel.send(host.unsendable(request, exc))
     return 0
 
 
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to kill this host if the daemon dies (best effort elsewhere)."""
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def _guard(worker: int) -> int:
+    """Wait for the worker, end everything left below this process, and exit as the worker did."""
+    status = None
     try:
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        return
-    if parent and os.getppid() != parent:
+        while status is None:
+            pid, code = os.waitpid(-1, 0)  # also reaps orphans handed to us
+            if pid == worker:
+                status = code
+    except _Stop:
+        pass
+    reaper.kill_tree(os.getpid(), include_root=False)
+    reaper.reap_children()
+    if status is not None and os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL cannot be handled anyway
+            signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)  # so the daemon can name the worker's signal
+    return os.waitstatus_to_exitcode(status) if status is not None and os.WIFEXITED(status) else 1
+
+
+def _end_descendants() -> None:
+    if reaper.has_children():
+        reaper.kill_tree(os.getpid(), include_root=False)
+        reaper.reap_children()
+
+
+def _die_with_parent(parent: int, sig: signal.Signals) -> None:
+    """Ask Linux to signal this process when its parent dies (best effort elsewhere)."""
+    if reaper.die_with_parent(sig) and parent and os.getppid() != parent:
         os._exit(1)
+
+
+def _unicode_only(text: str) -> str:
+    """`text`, unless it holds a lone surrogate (say from `os.fsdecode`): the model and the client
+    are sent UTF-8, which has no form for it, and silently replacing it would alter what the tool said."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        raise ResultError(
+            f"returned a string with a lone surrogate {bad!r} at index {exc.start}, which has no UTF-8 "
+            "form (decode bytes with errors='replace' or return them as base64)"
+        ) from None
+    return text
 
 
 def _flush(*streams: Any) -> None:

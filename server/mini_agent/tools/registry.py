@@ -15,7 +15,7 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,12 +84,22 @@ class ToolRegistry:
         max_output_bytes: int = MAX_OUTPUT_BYTES,
         client_caller: ClientToolCaller | None = None,
         max_hosts: int = 4,
+        max_memory_mb: int = 1024,
+        inherit_secrets: bool = False,
+        secret_values: Collection[str] = (),
     ) -> None:
         self._root = Path(workspace_root).resolve()
         self._timeout_sec = timeout_sec
         self._max_output = max_output_bytes
         self._client_caller = client_caller
-        self._host = ToolHost(self._root, max_output_bytes=max_output_bytes, max_hosts=max_hosts)
+        self._host = ToolHost(
+            self._root,
+            max_output_bytes=max_output_bytes,
+            max_hosts=max_hosts,
+            max_memory_mb=max_memory_mb,
+            inherit_secrets=inherit_secrets,
+            secret_values=secret_values,
+        )
         self._tools: dict[str, _Entry] = {}
         self._files: dict[_Key, _FileRegistration] = {}
         self._lock = asyncio.Lock()

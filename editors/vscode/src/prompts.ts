@@ -1,0 +1,55 @@
+/**
+ * What the extension asks and tells the user, as data: the approval choices in reading order with
+ * the safe one as the default, and the single notice a run ends with. Pure, so the tests pin the
+ * order, the default and when a notice appears, without a window.
+ */
+
+import type { Decision, RunResult } from "./protocol";
+import { stopText } from "./trace";
+
+export interface ApprovalChoice {
+  label: string;
+  description: string;
+  decision: Decision;
+}
+
+/** In the order people read them; "Reject" is the default, so Enter never runs a tool by accident. */
+export const APPROVAL_CHOICES: readonly ApprovalChoice[] = [
+  { label: "Allow once", description: "run this call", decision: "allow_once" },
+  { label: "Always allow", description: "run every call of this tool until you revoke it", decision: "allow_always" },
+  { label: "Reject", description: "do not run it; the model is told", decision: "reject_once" },
+  { label: "Always reject", description: "reject every call of this tool until you revoke it", decision: "reject_always" },
+];
+export const DEFAULT_DECISION: Decision = "reject_once";
+
+export const RETRY = "Retry";
+export const OPEN_SETTINGS = "Open Settings";
+export const SHOW_TRACE = "Show trace";
+
+export interface Notice {
+  severity: "info" | "warning" | "error";
+  text: string;
+  actions: string[];
+}
+
+/**
+ * The one notice a run ends with, if any. The trace view already shows the answer and the stop, so
+ * while it is visible only a failure that needs an action speaks up; a model error is shown with the
+ * daemon's own words, a way to fix the settings and a way to run on.
+ */
+export function runNotice(result: RunResult, answer: string | undefined, traceVisible: boolean): Notice | undefined {
+  if (result.stopReason === "error") {
+    return { severity: "error", text: `Mini Agent: ${result.error ?? stopText("error")}`, actions: [RETRY, OPEN_SETTINGS] };
+  }
+  if (traceVisible || result.stopReason === null || result.stopReason === "cancelled") return undefined;
+  if (result.stopReason === "end_turn") {
+    return answer ? { severity: "info", text: `Mini Agent: ${shorten(answer, 200)}`, actions: [SHOW_TRACE] } : undefined;
+  }
+  return { severity: "warning", text: `Mini Agent: ${stopText(result.stopReason)}`, actions: [SHOW_TRACE] };
+}
+
+/** One line of at most `max` characters. */
+export function shorten(text: string, max: number): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+}

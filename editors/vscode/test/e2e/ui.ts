@@ -1,0 +1,303 @@
+/**
+ * The end-to-end user journey in a real VS Code (code-server), driven as a person drives it: the
+ * command palette, the quick open, the input box, the notification buttons and Enter, with what the
+ * user sees read from the workbench's DOM and from inside the trace webview, all through Chromium's
+ * DevTools protocol (playwright-core over Debian's chromium-headless-shell).
+ *
+ *   node out/test/e2e/ui.js URL WORKSPACE
+ *
+ * e2e-code-server.sh starts code-server, the scripted model server and this script; the model plays
+ * two runs (count lines; try to delete a file, which the user rejects with Enter); then the user
+ * points miniAgent.baseUrl at a dead server, meets the error, fixes the URL and presses Retry; last points miniAgent.command at a missing file. Each part prints
+ * PASS, or FAIL with what the page showed (and the next part still runs); any FAIL exits non-zero.
+ */
+
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { chromium, type Frame, type Page } from "playwright-core";
+
+const [url, workspace] = process.argv.slice(2);
+const BROWSER = process.env.E2E_CHROMIUM ?? "/usr/bin/chromium-headless-shell";
+const WAIT_MS = Number(process.env.E2E_WAIT_MS ?? 60_000);
+
+/** Re-check `probe` until it returns something other than undefined/false; fail with `what` after WAIT_MS. */
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}${last ? ` (${String(last)})` : ""}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const quickInput = (page: Page) => page.locator(".quick-input-widget");
+
+/** Type into the quick input and take the row whose label holds `label`. */
+async function pick(page: Page, text: string, label: string): Promise<void> {
+  const input = quickInput(page).locator("input.input");
+  await input.fill(text);
+  const row = quickInput(page).locator(".monaco-list-row", { hasText: label }).first();
+  await row.waitFor({ state: "visible", timeout: WAIT_MS });
+  await row.click();
+}
+
+async function command(page: Page, title: string): Promise<void> {
+  await page.keyboard.press("F1");
+  await quickInput(page).waitFor({ state: "visible", timeout: WAIT_MS });
+  await pick(page, `>${title}`, title);
+}
+
+async function openFile(page: Page, name: string): Promise<void> {
+  await page.keyboard.press("F1");
+  await quickInput(page).waitFor({ state: "visible", timeout: WAIT_MS });
+  await pick(page, name, name);
+  await page.locator(".tab.active", { hasText: name }).first().waitFor({ timeout: WAIT_MS });
+  // Commands like "Register tools in this file" show only while a Python editor has the focus.
+  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+  await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: WAIT_MS });
+}
+
+async function ask(page: Page, task: string): Promise<void> {
+  await command(page, "Mini Agent: Ask…");
+  await quickInput(page).locator(".quick-input-title", { hasText: "Mini Agent: Ask" }).waitFor({ timeout: WAIT_MS });
+  await quickInput(page).locator("input.input").fill(task);
+  await page.keyboard.press("Enter");
+}
+
+interface Toast {
+  text: string;
+  buttons: string[];
+}
+
+async function toasts(page: Page): Promise<Toast[]> {
+  return page.locator(".notification-toast").evaluateAll((nodes) =>
+    nodes.map((node) => ({
+      text: node.querySelector(".notification-list-item-message")?.textContent ?? "",
+      buttons: [...node.querySelectorAll(".notification-list-item-buttons-container .monaco-button")].map((b) => b.textContent ?? ""),
+    })),
+  );
+}
+
+async function clearToasts(page: Page): Promise<void> {
+  await command(page, "Notifications: Clear All Notifications");
+  await until("no notifications", async () => (await toasts(page)).length === 0);
+}
+
+/** The status bar items that speak of the agent (ours, and any progress item repeating it). */
+async function agentStatus(page: Page): Promise<string[]> {
+  const texts = await page.locator(".part.statusbar .statusbar-item").allTextContents();
+  return texts.map((t) => t.trim()).filter((t) => /mini-agent|step \d/.test(t));
+}
+
+/** The frame inside the trace webview that holds the rendered trace. */
+async function traceFrame(page: Page): Promise<Frame> {
+  return until("the trace webview", async () => {
+    for (const frame of page.frames()) {
+      if ((await frame.locator("#trace").count().catch(() => 0)) > 0) return frame;
+    }
+    return undefined;
+  });
+}
+
+interface TraceDom {
+  state: string;
+  answer: string | null;
+  /** The answer's font size over the page's. */
+  answerScale: number;
+  rawFolded: boolean[];
+  steps: string[];
+  badges: string[];
+  labels: string[];
+  text: string;
+}
+
+async function readTrace(frame: Frame): Promise<TraceDom> {
+  return frame.locator("#trace").evaluate((root) => ({
+    state: root.querySelector(".meta .state")?.textContent ?? "",
+    answer: root.querySelector("section.answer .answer-text")?.textContent ?? null,
+    answerScale: ((style) => {
+      const answer = root.querySelector("section.answer .answer-text");
+      return answer ? parseFloat(style(answer).fontSize) / parseFloat(style(root.ownerDocument.body).fontSize) : 0;
+    })((globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle),
+    rawFolded: [...root.querySelectorAll("details.raw")].map((d) => !(d as unknown as { open: boolean }).open),
+    steps: [...root.querySelectorAll("h2.step")].map((h) => h.textContent ?? ""),
+    badges: [...root.querySelectorAll(".tool .badge")].map((b) => b.textContent ?? ""),
+    labels: [...root.querySelectorAll(".observation .label, .observation summary")].map((l) => l.textContent ?? ""),
+    text: (root as unknown as { innerText: string }).innerText,
+  }));
+}
+
+/**
+ * Change a setting as the user does, in settings.json (user and machine: code-server reads both);
+ * returns its value before.
+ */
+function setSetting(key: string, value: unknown): unknown {
+  let before: unknown;
+  for (const scope of ["User", "Machine"]) {
+    const file = path.join(process.env.E2E_USER_DATA ?? "", scope, "settings.json");
+    const current = JSON.parse(fs.readFileSync(file, "utf-8")) as Record<string, unknown>;
+    before = current[key];
+    fs.writeFileSync(file, JSON.stringify({ ...current, [key]: value }, null, 2));
+  }
+  return before;
+}
+
+/** The daemon's starts so far, from the Mini Agent output channel's file ("Show daemon log"). */
+function daemonStarts(): number {
+  const logs = path.join(process.env.E2E_USER_DATA ?? "", "logs");
+  const files = fs.readdirSync(logs, { recursive: true, encoding: "utf-8" }).filter((f) => f.endsWith("Mini Agent.log"));
+  return files.reduce((n, f) => n + (fs.readFileSync(path.join(logs, f), "utf-8").match(/\] starting /g)?.length ?? 0), 0);
+}
+
+/** Change a model setting and wait until the idle daemon has restarted with it; returns the old value. */
+async function changeModelSetting(key: string, value: unknown): Promise<unknown> {
+  const before = daemonStarts();
+  const old = setSetting(key, value);
+  await until("the daemon to restart", async () => daemonStarts() > before);
+  return old;
+}
+
+async function main(): Promise<void> {
+  const expected = fs.readFileSync(path.join(workspace, "schema.py"), "utf-8").split("\n").filter((l) => l.trim()).length;
+  const browser = await chromium.launch({
+    executablePath: BROWSER,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+  const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+  const failures: string[] = [];
+  /** One part of the journey; a failure is reported with what the page showed, and the next part still runs. */
+  const phase = async (name: string, run: () => Promise<void>): Promise<void> => {
+    try {
+      await run();
+    } catch (error) {
+      failures.push(name);
+      console.error(`FAIL ${name}: ${error instanceof Error ? error.message : String(error)}`);
+      console.error(`  notifications: ${JSON.stringify(await toasts(page).catch(() => []))}`);
+      console.error(`  status bar: ${JSON.stringify(await agentStatus(page).catch(() => []))}`);
+      for (const frame of page.frames()) {
+        const text = await frame.locator("#trace").innerText({ timeout: 1000 }).catch(() => undefined);
+        if (text !== undefined) console.error(`  trace view: ${JSON.stringify(text)}`);
+      }
+      await page.keyboard.press("Escape");
+      await page.keyboard.press("Escape");
+    }
+  };
+  try {
+    await page.goto(url);
+    await page.locator(".monaco-workbench").waitFor({ timeout: WAIT_MS });
+    await until("the Mini Agent status bar item", async () => (await agentStatus(page)).length > 0);
+
+    await phase("ask", async () => {
+      await openFile(page, "tools.py");
+      await command(page, "Mini Agent: Register tools in this file");
+      const registered = page.locator(".part.statusbar .statusbar-item", { hasText: "registered" }).first();
+      await registered.waitFor({ timeout: WAIT_MS });
+      assert.match((await registered.textContent()) ?? "", /Mini Agent: registered (list_python_files, count_file_lines|count_file_lines, list_python_files)/);
+      assert.deepEqual(await toasts(page), [], "registering says so in the status bar, not in a notification");
+
+      await ask(page, "How many non-empty lines does schema.py have?");
+      const answered = await until("the answer in the trace", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.answer !== null && dom.state === "done" ? dom : undefined;
+      });
+      assert.equal(answered.answer, `schema.py has ${expected} non-empty lines.`);
+      assert.deepEqual(answered.steps, ["Step 1", "Step 2"]);
+      assert.deepEqual(answered.rawFolded, [true, true], "the model's raw text starts folded");
+      assert.ok(answered.answerScale >= 1.4, `the answer stands out: ${answered.answerScale}× the page's type`);
+      assert.deepEqual(answered.badges, ["completed"]);
+      assert.equal(answered.text.split(`schema.py has ${expected} non-empty lines.`).length - 1, 1, "the answer shows once");
+      assert.deepEqual(await agentStatus(page), ["mini-agent: done"]);
+      assert.deepEqual(await toasts(page), [], "the trace is visible: no answer notification over it");
+      console.log(`PASS ask: answer "${answered.answer}", steps ${answered.steps.join(", ")}, raw text folded, answer ${answered.answerScale}× the page's type`);
+    });
+
+    await phase("approval", async () => {
+      await openFile(page, "danger.py");
+      await command(page, "Mini Agent: Register tools in this file");
+      await page.locator(".part.statusbar", { hasText: "registered delete_file" }).waitFor({ timeout: WAIT_MS });
+      await ask(page, "Delete notes.txt");
+      const review = page.locator(".notification-toast", { hasText: "Mini Agent wants to run delete_file" });
+      await review.waitFor({ timeout: WAIT_MS });
+      const waiting = await until("the trace waiting for approval", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state.includes("awaiting approval") ? dom : undefined;
+      });
+      const status = await agentStatus(page);
+      assert.equal(waiting.state, "step 1 · awaiting approval");
+      assert.deepEqual(status, ["mini-agent: step 1 · awaiting approval"], "one status item, the trace's step");
+      assert.deepEqual(waiting.steps, ["Step 1"]);
+      await review.locator(".monaco-button", { hasText: "Review…" }).click();
+      await quickInput(page).locator(".quick-input-title", { hasText: "Allow Mini Agent to run “delete_file”?" }).waitFor({ timeout: WAIT_MS });
+      const rows = await quickInput(page).locator(".monaco-list-row").evaluateAll((nodes) =>
+      nodes.map((n) => `${n.classList.contains("focused") ? "*" : ""}${n.querySelector(".label-name")?.textContent ?? ""}`),
+      );
+      assert.deepEqual(rows, ["Allow once", "Always allow", "*Reject", "Always reject"], "reading order, Reject focused");
+      await page.keyboard.press("Enter");
+      const rejected = await until("the rejected call", async () => {
+      const dom = await readTrace(await traceFrame(page));
+      return dom.state === "done" ? dom : undefined;
+      });
+      assert.deepEqual(rejected.badges, ["rejected"]);
+      assert.ok(rejected.labels.some((l) => l.startsWith("Rejected")), rejected.labels.join(" | "));
+      assert.ok(!/\bError\b|failed/.test(rejected.text), rejected.text);
+      assert.ok(fs.existsSync(path.join(workspace, "notes.txt")), "the rejected call did not run");
+      assert.match(rejected.answer ?? "", /^I did not delete notes\.txt/);
+      console.log(`PASS approval: ${rows.join(", ")}; Enter → ${rejected.badges.join(", ")}; status "${status[0]}"`);
+    });
+
+    await phase("model error", async () => {
+      await clearToasts(page);
+      const replayUrl = await changeModelSetting("miniAgent.baseUrl", "http://127.0.0.1:9/v1");
+      await ask(page, "One more question");
+      const failedToast = await until("the model error notification", async () => {
+        const shown = await toasts(page);
+        return shown.length > 0 ? shown : undefined;
+      });
+      assert.equal(failedToast.length, 1, JSON.stringify(failedToast));
+      assert.match(failedToast[0].text, /127\.0\.0\.1:9/, "the daemon's own message, naming the URL");
+      assert.deepEqual(failedToast[0].buttons, ["Retry", "Open Settings"]);
+      const failed = await until("the failed trace", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "model error" ? dom : undefined;
+      });
+      assert.ok(!failed.text.includes("ready"), failed.text);
+      // The user fixes the URL (the idle daemon restarts with it), then presses Retry on the same notification.
+      await changeModelSetting("miniAgent.baseUrl", replayUrl);
+      await page.locator(".notification-toast .monaco-button", { hasText: "Retry" }).click();
+      const resumed = await until("the answer after Retry", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "done" ? dom : undefined;
+      });
+      assert.equal(resumed.answer, "back again");
+      console.log(`PASS model error: "${failedToast[0].text}" [${failedToast[0].buttons.join(", ")}]; trace "${failed.state}"; Retry → "${resumed.answer}"`);
+    });
+
+    await phase("wrong path", async () => {
+      await clearToasts(page);
+      setSetting("miniAgent.command", "/nowhere/mini-agent");
+      const wrong = await until("the start-up error", async () => {
+        const shown = await toasts(page);
+        return shown.length > 0 ? shown : undefined;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 1500)); // a second notification would come right after
+      const all = await toasts(page);
+      assert.equal(all.length, 1, JSON.stringify(all));
+      assert.match(wrong[0].text, /miniAgent\.command is set to “\/nowhere\/mini-agent”/);
+      assert.ok(!/ENOENT|spawn/.test(wrong[0].text), wrong[0].text);
+      assert.deepEqual(wrong[0].buttons, ["Open Settings", "Show log"]);
+      console.log(`PASS wrong path: "${wrong[0].text}" [${wrong[0].buttons.join(", ")}]`);
+    });
+    if (failures.length > 0) process.exitCode = 1;
+  } finally {
+    await browser.close();
+  }
+}
+
+void main();
