@@ -21,7 +21,7 @@ MESSAGE_OVERHEAD = 12  # role markers and separators a chat template adds around
 PROTOCOL_ALLOWANCE = 400
 READER = "read_observation"
 
-_LETTERS = re.compile(r"[A-Za-z]+")
+_WORDS = re.compile(r"[A-Za-z0-9]+")
 _SPACES = re.compile(r"\s+")
 _LINE = re.compile(r"\S[^\n]*")
 
@@ -29,20 +29,21 @@ _LINE = re.compile(r"\S[^\n]*")
 def estimate(text: str) -> int:
     """Tokens of `text`, never fewer than a BPE tokenizer makes of ordinary text and code.
 
-    By character class: a run of ASCII letters costs one token per three letters (rounded up), each
-    digit, punctuation mark and whitespace run one, each other character its UTF-8 length (the most a
-    byte-level tokenizer can make of it). Real vocabularies merge far more, so this overcounts about
-    twofold; it is only ever applied to the part of a request the server has not counted yet.
+    By character class: a run of ASCII letters costs one token per three letters (rounded up), a run
+    that holds digits one per character (numbers and hashes split finely), each punctuation mark and
+    whitespace run one, each other character its UTF-8 length (the most a byte-level tokenizer makes
+    of it). Real vocabularies merge more, so this overcounts by half or more; it is only applied to
+    the part of a request the server has not counted yet.
     """
     if not text:
         return 0
-    letters = _LETTERS.findall(text)
+    words = _WORDS.findall(text)
     spaces = _SPACES.findall(text)
-    covered = sum(map(len, letters)) + sum(map(len, spaces))
-    rest = len(text) - covered
+    rest = len(text) - sum(map(len, words)) - sum(map(len, spaces))
     if not text.isascii():
         rest += len(text.encode("utf-8", "surrogatepass")) - len(text)
-    return sum((len(run) + 2) // 3 for run in letters) + len(spaces) + rest
+    cost = sum((len(w) + 2) // 3 if w.isalpha() else len(w) for w in words)
+    return cost + len(spaces) + rest
 
 
 def message_cost(message: Message) -> int:
@@ -279,7 +280,22 @@ def plan(session: AgentSession, history: Sequence[Message], fixed: int, window: 
 
 
 def full_lengths(session: AgentSession) -> dict[str, int]:
-    return {obs.call_id: len(obs.output) for step in session.steps for obs in step.observations}
+    """Each stored result's length, by the daemon's call id and by the model's own (the history's)."""
+    return {
+        key: len(obs.output)
+        for step in session.steps
+        for obs in step.observations
+        for key in (obs.call_id, step.model_ids.get(obs.call_id, obs.call_id))
+    }
+
+
+def find_observation(session: AgentSession, call_id: str) -> Observation | None:
+    """A stored tool result by the daemon's call id or by the model's own id for it."""
+    for step in session.steps:
+        for obs in step.observations:
+            if call_id in (obs.call_id, step.model_ids.get(obs.call_id)):
+                return obs
+    return None
 
 
 def transcript(older: Sequence[Message], tokens: int) -> str:

@@ -46,18 +46,20 @@ class ContextKeeper:
         self._llm = llm
         self._probe = probe
         self._emit = emit
-        self._learned: dict[tuple[str, str], int] = {}  # windows a refusal named
+        # windows a refusal named, by server, model and the window the options claimed then
+        self._learned: dict[tuple[str, str, int | None], int] = {}
 
     async def window(self, config: LLMConfig) -> Window:
-        size = config.context_window or self._learned.get((config.base_url, config.model))
+        size = self._learned.get(_key(config)) or config.context_window
         if size is None and self._probe is not None:
             size = await self._probe.context_window(config)
         return Window.of(size or budget.DEFAULT_WINDOW, config.max_tokens)
 
     def learn(self, config: LLMConfig, refusal: LLMError) -> None:
-        """A refusal that named the window is believed over the probe (not over the session's option)."""
+        """A refusal that named the window is believed over the options and the probe, until the options
+        name another window (a larger one set to resume the session)."""
         if refusal.context_window:
-            self._learned[(config.base_url, config.model)] = refusal.context_window
+            self._learned[_key(config)] = refusal.context_window
 
     async def prepare(self, session: AgentSession, index: int, config: LLMConfig, *, force: bool) -> Request:
         """The request for the next model turn; compacts older turns first when it would not fit (or,
@@ -110,7 +112,7 @@ class ContextKeeper:
         target, offset, length = args.get("call_id"), args.get("offset", 0), args.get("length")
         size = record.context.size if record.context is not None else budget.DEFAULT_WINDOW
         window = Window.of(size, session.config.llm.max_tokens)
-        found = find_observation(session, target) if isinstance(target, str) else None
+        found = budget.find_observation(session, target) if isinstance(target, str) else None
         if found is None:
             known = [
                 obs.call_id for step in session.steps for obs in step.observations if obs.shown is not None
@@ -126,6 +128,10 @@ class ContextKeeper:
 
 def find_observation(session: AgentSession, call_id: str) -> Observation | None:
     return next((obs for step in session.steps for obs in step.observations if obs.call_id == call_id), None)
+
+
+def _key(config: LLMConfig) -> tuple[str, str, int | None]:
+    return config.base_url, config.model, config.context_window
 
 
 def _tools(session: AgentSession, reader: bool) -> list[ToolSpec]:

@@ -199,3 +199,12 @@ def session_row(row: SessionRow) -> dict[str, Any]:
         "createdAt": row.created_at,
         "updatedAt": row.updated_at,
     }
+
+
+def plain(value: Any) -> Any:
+    """pygls hands results of server->client requests back as namedtuples; turn them into JSON values."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value

@@ -6,14 +6,17 @@ strings, tool calls, HTTP errors, retries, cut streams. It records every request
 
 Script (JSON): a list of turns, or an object
 
-    {"turns": [...], "repeat_last": false, "reject_tools": false, "honour_stop": true, "model": "replay"}
+    {"turns": [...], "repeat_last": false, "reject_tools": false, "honour_stop": true, "model": "replay",
+     "context_limit": null}
 
 Turns are consumed one per request, in arrival order (an error answer consumes its turn too, so
 `[{"status": 429, ...}, {"content": ...}]` scripts a retry). Past the end, the last turn repeats if
 `repeat_last`, else the server answers 410. `reject_tools` answers 400 to any request carrying
 `tools`, before consuming a turn (as a server validating its input would). `honour_stop` cuts the
 reply at the earliest of the request's stop strings and drops the string, as vLLM and llama.cpp do;
-false plays a server that ignores `stop`. A turn's keys:
+false plays a server that ignores `stop`. `context_limit` (tokens) refuses, before consuming a turn and as
+vLLM does (HTTP 400, its message), a request whose prompt plus `max_tokens` passes it, and `/v1/models`
+reports it as `max_model_len`. A turn's keys:
 
     content        reply text; "{last_user}" becomes the content of the request's last user message,
                    "{last_observation}" the last tool result (a `tool` message, or the text after the
@@ -42,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..llm.stream import cut_at_stop
-from .text import call_tokens, fill, prompt_tokens, tokens_of
+from .text import call_tokens, fill, over_limit, prompt_tokens, tokens_of
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -61,7 +64,7 @@ _TURN_KEYS = frozenset(
         "finish_reason",
     }
 )
-_SCRIPT_KEYS = frozenset({"turns", "repeat_last", "reject_tools", "honour_stop", "model"})
+_SCRIPT_KEYS = frozenset({"turns", "repeat_last", "reject_tools", "honour_stop", "model", "context_limit"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,7 @@ class Script:
     reject_tools: bool = False
     honour_stop: bool = True
     model: str = "replay"
+    context_limit: int | None = None
 
     @classmethod
     def from_json(cls, raw: Sequence[Any] | Mapping[str, Any]) -> Script:
@@ -130,6 +134,7 @@ class Script:
             reject_tools=bool(raw.get("reject_tools", False)),
             honour_stop=bool(raw.get("honour_stop", True)),
             model=str(raw.get("model", "replay")),
+            context_limit=int(raw["context_limit"]) if raw.get("context_limit") is not None else None,
         )
 
     @classmethod
@@ -246,6 +251,8 @@ class ReplayServer:
         from aiohttp import web
 
         model = {"id": self.script.model, "object": "model", "created": 0, "owned_by": "replay"}
+        if self.script.context_limit is not None:
+            model["max_model_len"] = self.script.context_limit  # as vLLM reports its window
         return web.json_response({"object": "list", "data": [model]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
@@ -274,6 +281,9 @@ class ReplayServer:
         exchange.body = body
         if self.script.reject_tools and body.get("tools"):
             return self._error(exchange, 400, "this server does not support tools: remove the `tools` field")
+        refusal = over_limit(body, self.script.context_limit)
+        if refusal is not None:
+            return self._error(exchange, 400, refusal, kind="BadRequestError")
         turn = await self._turn_for(body)
         if turn is None:
             return self._error(exchange, 410, f"the replay script has no turn for request {exchange.number}")
@@ -300,13 +310,19 @@ class ReplayServer:
         return turns[-1] if turns and self.script.repeat_last else None
 
     def _error(
-        self, exchange: Exchange, status: int, message: str, retry_after: float | None = None
+        self,
+        exchange: Exchange,
+        status: int,
+        message: str,
+        retry_after: float | None = None,
+        *,
+        kind: str = "replay_error",
     ) -> web.StreamResponse:
         from aiohttp import web
 
         exchange.status = status
         headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else None
-        error = {"error": {"message": message, "type": "replay_error", "code": status}}
+        error = {"error": {"message": message, "type": kind, "param": None, "code": status}}
         return web.json_response(error, status=status, headers=headers)
 
     def _reply(self, body: dict[str, Any], turn: Turn, exchange: Exchange) -> _Reply:

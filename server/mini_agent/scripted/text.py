@@ -67,3 +67,18 @@ def call_tokens(calls: list[dict[str, Any]]) -> list[str]:
         text = arguments if isinstance(arguments, str) else json.dumps(arguments)
         tokens += ["<|tool_call|>", *tokens_of(str(function.get("name", ""))), *tokens_of(text)]
     return tokens
+
+
+def over_limit(body: dict[str, Any], limit: int | None) -> str | None:
+    """vLLM's refusal of a request whose prompt, with the reply's `max_tokens`, passes the window."""
+    if limit is None:
+        return None
+    prompt = len(prompt_tokens(body))
+    reply = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+    if prompt + reply <= limit:
+        return None
+    return (
+        f"This model's maximum context length is {limit} tokens. However, you requested {prompt + reply} "
+        f"tokens ({prompt} in the messages, {reply} in the completion). Please reduce the length of the "
+        "messages or completion."
+    )
