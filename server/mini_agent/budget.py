@@ -151,17 +151,29 @@ def fit(observation: Observation, window: Window) -> Observation:
     text = observation.output
     if observation.tool_name == READER or estimate(text) + MESSAGE_OVERHEAD <= window.observation:
         return observation
-    page = page_chars(window)
-    head = head_within(text, window.observation - MESSAGE_OVERHEAD - estimate(CUT_MARKER) - 24)
-    marker = CUT_MARKER.format(
-        shown=len(head),
-        total=len(text),
-        left=len(text) - len(head),
+    return replace(observation, shown=cut(text, len(text), observation.call_id, window))
+
+
+def cut(head: str, total: int, call_id: str, window: Window) -> str:
+    """The start of a result (`head`, of a `total`-character whole) within its share, and the marker."""
+    kept = head_within(head, window.observation - MESSAGE_OVERHEAD - estimate(CUT_MARKER) - 24)
+    return kept + CUT_MARKER.format(
+        shown=len(kept),
+        total=total,
+        left=total - len(kept),
         reader=READER,
-        call_id=observation.call_id,
-        page=page,
+        call_id=call_id,
+        page=page_chars(window),
     )
-    return replace(observation, shown=head + marker)
+
+
+def recut(message: Message, total: int, window: Window) -> Message:
+    """A kept observation cut again for a smaller window than it was first cut for."""
+    if message.role is not Role.TOOL or message_cost(message) <= window.observation:
+        return message
+    head = message.content.split(CUT_MARKER[:20])[0]
+    text = cut(head, total, message.tool_call_id or "", window)
+    return Message(Role.TOOL, text, tool_call_id=message.tool_call_id, name=message.name)
 
 
 def head_within(text: str, tokens: int) -> str:
@@ -245,19 +257,24 @@ def digest(message: Message, total: int) -> Message:
 @dataclass(frozen=True, slots=True)
 class Plan:
     """A compaction worked out from the view: where the kept turns start (`split` in the view, `upto`
-    in the stored history), the older part of the view with its observations digested, and whether
-    that is small enough without a summary."""
+    in the stored history), the older part with its observations digested, the newest turn cut again
+    for the window when it had to be (`refit`, then nothing is kept byte-exact), and whether that is
+    small enough without a summary."""
 
     split: int
     upto: int
     older: tuple[Message, ...]
+    refit: tuple[Message, ...]
     digested: int
     enough: bool
 
 
-def plan(session: AgentSession, history: Sequence[Message], fixed: int, window: Window) -> Plan | None:
-    """Keep the newest turns (at least the last) within `window.recent`; None when nothing is older.
-    `fixed` is what the request costs besides its messages (tools, protocol)."""
+def plan(
+    session: AgentSession, history: Sequence[Message], fixed: int, window: Window, *, refit: bool = False
+) -> Plan | None:
+    """Keep the newest turns (at least the last) within `window.recent`; with `refit` (the server
+    refused the request) keep only the last, its observations cut again for `window`. None when that
+    changes nothing. `fixed` is what the request costs besides its messages (tools, protocol)."""
     earlier = latest_compaction(session.steps)
     start = earlier.upto if earlier is not None else 2
     lead = len(history) - (len(session.messages) - start)  # the view index of messages[start]
@@ -265,18 +282,22 @@ def plan(session: AgentSession, history: Sequence[Message], fixed: int, window: 
     if not turns:
         return None
     split = turns[-1]
-    for index in reversed(turns):
+    for index in reversed(turns if not refit else ()):
         if sum(message_cost(m) for m in history[index:]) > window.recent:
             break
         split = index
-    if split <= 2:
-        return None
     lengths = full_lengths(session)
     older = tuple(digest(m, lengths.get(m.tool_call_id or "", len(m.content))) for m in history[2:split])
-    digested = sum(1 for a, b in zip(history[2:split], older, strict=True) if a is not b)
-    kept = [*history[:2], *older, *history[split:]]
+    last = tuple(recut(m, lengths.get(m.tool_call_id or "", len(m.content)), window) for m in history[split:])
+    changed = [a is not b for a, b in zip(history[2:], older + last, strict=True)]
+    if not any(changed) and split <= 2:
+        return None
+    if not refit and sum(message_cost(m) for m in history[2:split]) < window.recent:
+        return None  # too little to gain: a summary would cost more than it frees
+    kept = [*history[:2], *older, *last]
     enough = fixed + sum(message_cost(m) for m in kept) <= window.compacted
-    return Plan(split, start + split - lead, older, digested, enough)
+    upto = len(session.messages) if refit else start + split - lead
+    return Plan(split, upto, older, last if refit else (), sum(changed[: len(older)]), enough)
 
 
 def full_lengths(session: AgentSession) -> dict[str, int]:
@@ -312,8 +333,9 @@ def compact(
     plan: Plan, summary: str | None, history: Sequence[Message], fixed: int, before: int
 ) -> tuple[Compaction, list[Message]]:
     """The compaction and the view it gives; `summary` replaces the older turns when the model wrote one."""
-    replacement = plan.older if summary is None else (Message(Role.USER, SUMMARY_INTRO + summary.strip()),)
-    after_view = [*history[:2], *replacement, *history[plan.split :]]
+    older = plan.older if summary is None else (Message(Role.USER, SUMMARY_INTRO + summary.strip()),)
+    replacement = (*older, *plan.refit)
+    after_view = [*history[:2], *replacement, *history[plan.split + len(plan.refit) :]]
     after = fixed + sum(message_cost(m) for m in after_view)
     done = Compaction(
         upto=plan.upto,

@@ -72,11 +72,10 @@ class ContextKeeper:
         if force or tokens > window.prompt:
             after_tools = _tools(session, True)
             fixed = budget.tools_cost(after_tools)
-            plan = budget.plan(session, history, fixed, window)
+            plan = budget.plan(session, history, fixed, window, refit=force)
             if plan is not None:
-                summary = (
-                    None if plan.enough and not force else await self._summary(plan.older, config, window)
-                )
+                wanted = plan.older and (force or not plan.enough)
+                summary = await self._summary(plan.older, config, window) if wanted else None
                 done, history = budget.compact(plan, summary, history, fixed, tokens)
                 tools, reader, tokens = after_tools, True, done.after
                 message = budget.describe(done, window)
