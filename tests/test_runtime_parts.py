@@ -143,7 +143,7 @@ def test_importing_the_runtime_loads_no_wire_storage_or_network_library() -> Non
 def test_no_core_module_spells_a_wire_key() -> None:
     core = [CORE / f"{name}.py" for name in ("runtime", "session", "contracts", "events", "book", "stepper")]
     core += [CORE / f"{name}.py" for name in ("loops", "trajectory", "ports", "errors")]
-    core += sorted((CORE / "llm").glob("*.py")) + sorted((CORE / "tools").glob("*.py"))
+    core += sorted((CORE / "llm").rglob("*.py")) + sorted((CORE / "tools").rglob("*.py"))
     spelled = {
         path.name: hits
         for path in core

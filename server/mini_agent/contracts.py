@@ -166,6 +166,7 @@ class ToolSpec:
     idempotent: bool = False
     client: bool = False
     timeout_sec: float | None = None
+    mcp_server: str | None = None  # the MCP server it comes from
 
     def to_openai(self) -> dict[str, Any]:
         """The `tools` entry of a chat-completions request."""

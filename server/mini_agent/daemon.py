@@ -15,16 +15,17 @@ from typing import Any
 
 from . import wire
 from .budget import find_observation
-from .contracts import LLMConfig, ToolCall, ToolSpec
+from .contracts import LLMConfig, SessionStatus, ToolCall, ToolSpec
 from .errors import UnknownToolCall
-from .events import AgentEvent, ThoughtChunk
+from .events import AgentEvent, StatusChanged, ThoughtChunk
 from .llm.client import OpenAICompatibleClient
 from .llm.window import ServerWindowProbe
-from .params import InitOptions, RegisterToolParams
+from .params import InitOptions, RegisterToolParams, StartSessionParams
 from .runtime import AgentRuntime
 from .session import AgentConfig, AgentSession, Decision
 from .store import SessionRow, SqliteStore, StoreError
 from .tools import RegistrationError, ToolRegistry
+from .tools.mcp import McpSource
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,16 @@ class Daemon:
             secret_values=[llm.api_key or ""],
             client_caller=self._call_client_tool,
         )
+        self.mcp = McpSource(
+            root,
+            timeout_sec=options.tools.timeout_sec,
+            max_output_bytes=options.tools.max_output_bytes,
+            reserved=self.registry.own_names,
+            report=self._report,
+            tools_changed=lambda: self.tools_changed(persist=False),
+        )
+        self.registry.attach(self.mcp)
+        self._mcp_releases: set[asyncio.Task[None]] = set()
         keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
         defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
         if options.system_prompt is not None:
@@ -170,6 +181,45 @@ class Daemon:
             self.store.save_registrations(self.registry.registrations() + self.unloaded)
         self._notify("agent/toolsChanged", {"tools": self.tool_list()})
 
+    async def start_session(self, p: StartSessionParams) -> AgentSession:
+        """Start the session's MCP servers (and the workspace's) first: its tools are snapshotted."""
+        configs = [*self.options.mcp_servers, *p.mcp_servers]
+        token = f"starting:{id(p)}"
+        problems: list[str] = []
+        try:
+            specs = await self.mcp.acquire(token, configs, problems.append) if configs else []
+            names = p.tools
+            if names is None and configs:
+                names = [*self.registry.own_names(), *(spec.name for spec in specs)]
+            session = self.runtime.start_session(
+                p.task,
+                system_prompt=p.system_prompt,
+                tool_names=names,
+                llm=p.llm.apply(self.runtime.defaults.llm) if p.llm is not None else None,
+                max_steps=p.max_steps,
+            )
+        except BaseException:
+            await self.mcp.release(token)
+            raise
+        self.mcp.rename(token, session.session_id)
+        for problem in problems:
+            self._report(session.session_id, problem)
+        return session
+
+    def _report(self, session_id: str, message: str) -> None:
+        """A problem with one of a session's tool sources, as a status update of that session."""
+        try:
+            session = self.runtime.get(session_id)
+        except Exception:  # not a session (yet, or any more): the log has it
+            log.warning("%s", message)
+            return
+        self._send(StatusChanged(session_id, len(session.steps), session.status, message=message))
+
+    def _release_mcp(self, session_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self.mcp.release(session_id))
+        self._mcp_releases.add(task)
+        task.add_done_callback(self._mcp_releases.discard)
+
     def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
         if self.store is None:
             held = self.runtime.sessions(status=status)
@@ -188,6 +238,7 @@ class Daemon:
         if self.runtime.is_busy(session_id):
             self.runtime.cancel(session_id)
         self.runtime.forget(session_id)
+        self._release_mcp(session_id)
         return self.store.delete(session_id) if self.store is not None else True
 
     def observation(self, session_id: str, call_id: str) -> dict[str, Any]:
@@ -221,6 +272,8 @@ class Daemon:
             self._send(ThoughtChunk(session_id, step, "".join(texts)))
 
     def _send(self, event: AgentEvent) -> None:
+        if isinstance(event, StatusChanged) and event.status is SessionStatus.FINISHED:
+            self._release_mcp(event.session_id)
         self._notify("agent/update", wire.update_params(event))
         for callback in list(self._watchers.get(event.session_id, ())):
             callback(event)
@@ -252,6 +305,8 @@ class Daemon:
         return await self._request("agent/executeTool", params)
 
     async def aclose(self) -> None:
+        await asyncio.gather(*self._mcp_releases)
+        await self.mcp.aclose()
         await self.registry.aclose()
         await self.llm.aclose()
         if self.store is not None:

@@ -59,6 +59,35 @@ class StoreOptions(Params):
     enabled: bool = True
 
 
+class NameValue(Params):
+    name: str = Field(min_length=1)
+    value: str
+
+
+class StdioMcpServer(Params):
+    """An MCP server we start as a subprocess (ACP's `McpServerStdio`, plus `requiresApproval`)."""
+
+    type: Literal["stdio"] = "stdio"
+    name: str = Field(min_length=1)
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: list[NameValue] = Field(default_factory=list)
+    requires_approval: bool = True  # false: tools without readOnlyHint run without asking too
+
+
+class HttpMcpServer(Params):
+    """An MCP server reached over streamable HTTP (ACP's `McpServerHttp`, plus `requiresApproval`)."""
+
+    type: Literal["http"]
+    name: str = Field(min_length=1)
+    url: str = Field(min_length=1)
+    headers: list[NameValue] = Field(default_factory=list)
+    requires_approval: bool = True
+
+
+McpServer = StdioMcpServer | HttpMcpServer
+
+
 class InitOptions(Params):
     llm: LLMParams = Field(default_factory=LLMParams)
     tools: ToolOptions = Field(default_factory=ToolOptions)
@@ -67,6 +96,7 @@ class InitOptions(Params):
     system_prompt: str | None = None
     # Until the client says so (the editor's workspace trust), stored tool registrations are not imported.
     workspace_trusted: bool = False
+    mcp_servers: list[McpServer] = Field(default_factory=list)  # for every session
 
 
 class RegisterToolParams(Params):
@@ -91,6 +121,7 @@ class StartSessionParams(Params):
     tools: list[str] | None = None
     llm: LLMParams | None = None
     max_steps: int | None = Field(default=None, ge=1, le=1000)
+    mcp_servers: list[McpServer] = Field(default_factory=list)
 
 
 class SessionParams(Params):

@@ -335,14 +335,7 @@ async def trust_workspace(daemon: Daemon, p: object) -> dict[str, Any]:
 
 @method("agent/startSession", "StartSessionParams")
 async def start_session(daemon: Daemon, p: StartSessionParams) -> dict[str, Any]:
-    base = daemon.runtime.defaults.llm
-    session = daemon.runtime.start_session(
-        p.task,
-        system_prompt=p.system_prompt,
-        tool_names=p.tools,
-        llm=p.llm.apply(base) if p.llm is not None else None,
-        max_steps=p.max_steps,
-    )
+    session = await daemon.start_session(p)
     return {"sessionId": session.session_id, "status": session.status.value}
 
 

@@ -114,6 +114,8 @@ def tool_spec(spec: ToolSpec) -> dict[str, Any]:
         out["title"] = spec.title
     if spec.client:
         out["client"] = True
+    if spec.mcp_server is not None:
+        out["mcpServer"] = spec.mcp_server
     if spec.idempotent:
         out["annotations"] = {"idempotentHint": True}
     if spec.source is not None:

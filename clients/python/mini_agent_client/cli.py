@@ -61,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("files", nargs="+", metavar="FILE")
     _root_option(tools)
 
+    mcp = commands.add_parser("mcp", help="serve workspace functions as an MCP server on stdio")
+    mcp.add_argument("--tools", action="append", default=[], metavar="FILE",
+                     help="a workspace Python file whose functions to serve (repeat for more)")
+    mcp.add_argument("--timeout-sec", type=float, help="per-call time limit (default: 30)")
+    mcp.add_argument("--max-output-bytes", type=int, help="output cap per call (default: 65536)")
+    _root_option(mcp)
+
     sessions = commands.add_parser("sessions", help="list, show, resume and approve stored sessions")
     sessions.add_argument("--status", choices=STATUSES)
     _json_option(sessions)
@@ -125,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             serve()
         return EXIT_OK
+    if args.command == "mcp":
+        from mini_agent.mcp_server import main as serve_mcp
+
+        root = getattr(args, "root", Path.cwd())
+        return serve_mcp(
+            root, args.tools, timeout_sec=args.timeout_sec, max_output_bytes=args.max_output_bytes
+        )
     if args.command == "demo":
         from .demo import run_demo
 

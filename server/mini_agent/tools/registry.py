@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -34,8 +34,21 @@ from mini_agent.contracts import (
 from mini_agent.errors import AgentError
 from mini_agent.tools.host import CallResult, LoadError, ToolHost
 from mini_agent.tools.protocol import cap_text
+from mini_agent.tools.validation import invalid_arguments
 
 ClientToolCaller = Callable[[str, ToolCall], Awaitable[Any]]
+
+
+class ExternalTools(Protocol):
+    """Tools that live elsewhere (MCP servers): listed next to ours, called through `execute`."""
+
+    def list(self) -> builtins.list[ToolSpec]: ...
+
+    def get(self, name: str) -> ToolSpec | None: ...
+
+    async def call(self, call: ToolCall, session_id: str, timeout: float) -> CallResult: ...
+
+
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _Key = tuple[str, str | None]  # (relative path, function or None for the whole file)
 
@@ -103,6 +116,7 @@ class ToolRegistry:
         self._tools: dict[str, _Entry] = {}
         self._files: dict[_Key, _FileRegistration] = {}
         self._lock = asyncio.Lock()
+        self._sources: builtins.list[ExternalTools] = []
 
     async def register_file(
         self,
@@ -168,12 +182,25 @@ class ToolRegistry:
                     self._apply(registration, specs)
         return [spec for _, specs in results for spec in specs]
 
+    def attach(self, source: ExternalTools) -> None:
+        """Offer `source`'s tools after ours; a name of ours wins over one of the source's."""
+        self._sources.append(source)
+
+    def own_names(self) -> builtins.list[str]:
+        """The names of the workspace and client tools (other sources must not take them)."""
+        return builtins.list(self._tools)
+
     def list(self) -> builtins.list[ToolSpec]:
-        return [entry.spec for entry in self._tools.values()]
+        own = [entry.spec for entry in self._tools.values()]
+        return own + [
+            spec for source in self._sources for spec in source.list() if spec.name not in self._tools
+        ]
 
     def get(self, name: str) -> ToolSpec | None:
         entry = self._tools.get(name)
-        return entry.spec if entry is not None else None
+        if entry is not None:
+            return entry.spec
+        return next((spec for source in self._sources if (spec := source.get(name)) is not None), None)
 
     def registrations(self) -> builtins.list[dict[str, Any]]:
         """Everything needed to register the same tools again after a restart (see `restore`)."""
@@ -229,7 +256,8 @@ class ToolRegistry:
 
     async def _execute(self, call: ToolCall, session_id: str) -> CallResult:
         entry = self._tools.get(call.name)
-        if entry is None:
+        source = None if entry is not None else self._source_of(call.name)
+        if entry is None and source is None:
             return CallResult(f"unknown tool '{call.name}'. Available tools: {self._names()}", True)
         if call.parse_error is not None:
             return CallResult(
@@ -237,14 +265,17 @@ class ToolRegistry:
                 f"Raw arguments: {call.raw_arguments}",
                 True,
             )
+        if source is not None:
+            return await source.call(call, session_id, self._timeout_sec)
+        assert entry is not None
         timeout = entry.spec.timeout_sec or self._timeout_sec
         if entry.spec.client:
             return await self._call_client(entry, call, session_id, timeout)
-        source = entry.spec.source
-        assert source is not None and entry.file is not None  # every file tool has both
+        origin = entry.spec.source
+        assert origin is not None and entry.file is not None  # every file tool has both
         return await self._host.call(
             entry.file,
-            source.function,
+            origin.function,
             tool_name=call.name,
             arguments=call.arguments,
             timeout=timeout,
@@ -254,11 +285,9 @@ class ToolRegistry:
         self, entry: _Entry, call: ToolCall, session_id: str, timeout: float
     ) -> CallResult:
         assert entry.validator is not None
-        problems = sorted(entry.validator.iter_errors(call.arguments), key=lambda e: [str(p) for p in e.path])
-        if problems:
-            lines = "\n".join(f"- {_where(e.json_path)}: {e.message}" for e in problems)
-            schema = json.dumps(entry.spec.input_schema, ensure_ascii=False)
-            return CallResult(f"Invalid arguments for {call.name}:\n{lines}\nExpected schema: {schema}", True)
+        problem = invalid_arguments(call.name, entry.validator, call.arguments, entry.spec.input_schema)
+        if problem is not None:
+            return CallResult(problem, True)
         if self._client_caller is None:
             return CallResult(f"{call.name} runs in the client, and no client is connected", True)
         try:
@@ -381,8 +410,11 @@ class ToolRegistry:
         candidate = Path(path)
         return (candidate if candidate.is_absolute() else self._root / candidate).resolve()
 
+    def _source_of(self, name: str) -> ExternalTools | None:
+        return next((source for source in self._sources if source.get(name) is not None), None)
+
     def _names(self) -> str:
-        return ", ".join(self._tools) or "(none)"
+        return ", ".join(spec.name for spec in self.list()) or "(none)"
 
 
 def _spec(registration: _FileRegistration, described: dict[str, Any]) -> ToolSpec:
@@ -422,7 +454,3 @@ def _origin(spec: ToolSpec) -> str:
     return (
         "the client" if spec.client or spec.source is None else f"{spec.source.path}:{spec.source.function}"
     )
-
-
-def _where(json_path: str) -> str:
-    return "arguments" if json_path == "$" else json_path.removeprefix("$.")

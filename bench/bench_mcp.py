@@ -1,0 +1,90 @@
+"""What one MCP tool call adds over a workspace tool call, through the daemon's tool registry.
+
+Both paths run the same function in a tool host: the workspace path is `ToolRegistry.execute` on a
+registered file; the MCP path is the same `execute` routed to an MCP server, which is
+`mini-agent mcp --tools FILE` serving that file. So the difference is the MCP hop: our argument
+validation, the SDK client, newline-delimited JSON over the server's stdin/stdout, and the SDK server.
+The paths alternate in rounds so that they share the machine's load.
+
+    PYTHONPATH=server:clients/python python bench/bench_mcp.py [--calls 300] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mini_agent.contracts import ToolCall
+from mini_agent.params import NameValue, StdioMcpServer
+from mini_agent.tools import ToolRegistry
+from mini_agent.tools.mcp import McpSource
+
+SOURCE = '''
+def count_words(text: str, min_length: int = 1) -> int:
+    """Count the words of a text."""
+    return len([w for w in text.split() if len(w) >= min_length])
+'''
+ARGUMENTS = {"text": "the quick brown fox jumps over the lazy dog", "min_length": 3}
+
+
+async def main(calls: int, rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "bench_tools.py").write_text(SOURCE)
+        registry = ToolRegistry(root)
+        source = McpSource(
+            root,
+            timeout_sec=30.0,
+            max_output_bytes=65536,
+            reserved=registry.own_names,
+            report=lambda session, message: print(message, file=sys.stderr),
+            tools_changed=lambda: None,
+        )
+        registry.attach(source)
+        await registry.register_file("bench_tools.py")
+        server = StdioMcpServer(
+            name="ws",
+            command=sys.executable,
+            args=["-m", "mini_agent_client.cli", "mcp", "--tools", "bench_tools.py"],
+            env=[NameValue(name="PYTHONPATH", value=":".join(sys.path))],
+        )
+        await source.acquire("bench", [server], print)
+        paths = {"workspace": "count_words", "mcp": "ws_count_words"}
+        samples: dict[str, list[int]] = {label: [] for label in paths}
+        for name in paths.values():  # warm both up
+            observation = await registry.execute(ToolCall("w", name, ARGUMENTS), session_id="bench")
+            assert observation.output == "9" and not observation.is_error, observation.output
+        for _ in range(rounds):
+            for label, name in paths.items():
+                call = ToolCall("c", name, ARGUMENTS)
+                for _ in range(calls):
+                    start = time.perf_counter_ns()
+                    await registry.execute(call, session_id="bench")
+                    samples[label].append(time.perf_counter_ns() - start)
+        await source.aclose()
+        await registry.aclose()
+    print(f"{calls * rounds} calls per path, µs")
+    print(f"{'path':<12}{'p50':>10}{'p99':>10}")
+    figures = {label: _percentiles(values) for label, values in samples.items()}
+    for label, (p50, p99) in figures.items():
+        print(f"{label:<12}{p50:>10.0f}{p99:>10.0f}")
+    added = [m - w for m, w in zip(figures["mcp"], figures["workspace"], strict=True)]
+    print(f"{'MCP adds':<12}{added[0]:>10.0f}{added[1]:>10.0f}")
+
+
+def _percentiles(values: list[int]) -> tuple[float, float]:
+    cuts = statistics.quantiles(values, n=100)
+    return cuts[49] / 1000, cuts[98] / 1000
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args()
+    asyncio.run(main(options.calls, options.rounds))

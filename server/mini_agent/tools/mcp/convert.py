@@ -1,0 +1,102 @@
+"""Pure mappings between MCP's shapes and ours: tool names, input schemas and call results.
+
+No I/O here, so each rule is testable on its own and the connection code stays about lifecycles.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection
+from typing import Any
+
+import mcp_types as types
+
+_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME = 64
+
+
+def tool_name(server: str, tool: str, taken: Collection[str]) -> str:
+    """`<server>_<tool>` made valid as an OpenAI function name and unique among `taken`.
+
+    Models only see the prefixed name, so two servers offering `search` stay apart; a name cut to
+    64 characters or clashing after cleaning gets a numeric suffix rather than shadowing another.
+    """
+    base = _INVALID.sub("_", f"{server}_{tool}")[:_MAX_NAME] or "tool"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        suffix = f"_{n}"
+        name = base[: _MAX_NAME - len(suffix)] + suffix
+    return name
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with every local `$ref` (`#/$defs/…`, `#/definitions/…`) replaced by its target.
+
+    Many model servers ignore `$ref`, and the published protocol promises schemas without one. A
+    recursive reference cannot be inlined; it becomes `{}` (any value) at the point it recurs.
+    """
+
+    def resolve(pointer: str) -> Any:
+        node: Any = schema
+        for part in pointer.removeprefix("#/").split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, dict) or part not in node:
+                return {}
+            node = node[part]
+        return node
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            if ref in seen:
+                return {}
+            target = walk(resolve(ref), (*seen, ref))
+            siblings = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
+            return {**target, **siblings} if isinstance(target, dict) else target
+        return {k: walk(v, seen) for k, v in node.items() if k not in ("$defs", "definitions")}
+
+    result: dict[str, Any] = walk(schema, ())
+    result.setdefault("type", "object")
+    return result
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """One observation text: text blocks joined, other blocks as one line each, structured content as
+    JSON unless a text block already carries the same value (servers often send both)."""
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            kind = "image" if isinstance(block, types.ImageContent) else "audio"
+            parts.append(f"[{kind}: {block.mime_type}, {_decoded_size(block.data)} bytes]")
+        elif isinstance(block, types.ResourceLink):
+            parts.append(f"[resource: {block.uri}]")
+        elif isinstance(block, types.EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, types.TextResourceContents):
+                parts.append(resource.text)
+            else:
+                size = _decoded_size(resource.blob)
+                parts.append(f"[resource: {resource.uri}, {resource.mime_type or 'binary'}, {size} bytes]")
+    structured = result.structured_content
+    if structured is not None and not any(_same_json(part, structured) for part in parts):
+        parts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
+    return "\n".join(parts)
+
+
+def _decoded_size(base64_text: str) -> int:
+    return len(base64_text) * 3 // 4 - base64_text[-2:].count("=")
+
+
+def _same_json(text: str, value: Any) -> bool:
+    try:
+        return bool(json.loads(text) == value)
+    except ValueError:
+        return False
