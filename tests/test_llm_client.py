@@ -338,14 +338,15 @@ async def test_auto_falls_back_to_react_when_tools_are_rejected_and_remembers(
     client: OpenAICompatibleClient,
 ) -> None:
     turns = [{"content": ACTION}, {"content": "Thought: ok\nFinal Answer: 5"}]
-    async with ReplayServer({"turns": turns, "reject_tools": True}) as server:
+    text_only = {"json_schema": 400, "json_object": 400}  # auto tries json mode between native and react
+    async with ReplayServer({"turns": turns, "reject_tools": True, "refuse_formats": text_only}) as server:
         first = await client.generate(HISTORY, [ADD], config(server, "auto"))
         second = await client.generate(HISTORY, [ADD], config(server, "auto"))
     assert first.tool_mode == second.tool_mode == "react"
     assert first.tool_calls[0].name == "add" and second.final_answer == "5"
-    assert [e.status for e in server.exchanges] == [400, 200, 200]
-    assert ["tools" in body for body in server.requests] == [True, False, False]
-    assert server.requests[1]["stop"] == list(STOPS)
+    assert [e.status for e in server.exchanges] == [400, 400, 400, 200, 200]
+    assert ["tools" in body for body in server.requests] == [True, False, False, False, False]
+    assert server.requests[3]["stop"] == list(STOPS)
 
 
 @pytest.mark.asyncio

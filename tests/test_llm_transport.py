@@ -143,11 +143,19 @@ async def test_a_client_error_is_not_retried() -> None:
 
 
 @pytest.mark.asyncio
-async def test_auto_mode_falls_back_to_react_when_the_server_refuses_tools() -> None:
-    transport = FakeTransport(error(400, "tools are not supported"), FakeReply(sse("Final Answer: 5")))
+async def test_auto_mode_moves_on_when_the_server_refuses_tools_then_response_format() -> None:
+    transport = FakeTransport(
+        error(400, "tools are not supported"),
+        error(400, "response_format json_schema is not supported"),
+        error(400, "response_format json_object is not supported"),
+        FakeReply(sse("Final Answer: 5")),
+    )
     response = await client(transport).generate(HISTORY, [ADD], settings(tool_mode="auto"), None)
     assert response.final_answer == "5" and response.tool_mode == "react"
-    assert "tools" in transport.requests[0][1] and "tools" not in transport.requests[1][1]
+    native, schema, json_object, react = (request[1] for request in transport.requests)
+    assert "tools" in native and schema["response_format"]["type"] == "json_schema"
+    assert json_object["response_format"]["type"] == "json_object"
+    assert "tools" not in react and "response_format" not in react
 
 
 @pytest.mark.asyncio

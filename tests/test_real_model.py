@@ -1,7 +1,8 @@
 """The daemon against a real model server: llama.cpp (llama-cpp-python) serving SmolLM2-135M-Instruct.
 
 A 135M model hardly follows the ReAct protocol: it writes code blocks, copies the prompt's placeholders or
-invents an answer. That is the messy output real users' small models produce, so every session here must end
+invents an answer (in json mode the server's grammar makes it choose a tool and schema-valid arguments).
+That is the messy output real users' small models produce, so every session here must end
 cleanly — an answer, a format error the model is shown, or the step budget — whatever the model writes, and
 what the editor was streamed must be exactly what the daemon then acted on.
 
@@ -25,8 +26,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
+import jsonschema
 import pytest
 from mini_agent.llm import react
+from mini_agent_client.demo import TASK as SEED_TASK
 
 from .conftest import AgentTestClient
 
@@ -46,6 +49,8 @@ FORMAT_TASK = (
     'Answer in this format:\nThought: ...\nAction: list_python_files\nAction Input: {"directory": "."}'
 )
 STORY_TASK = "Write a long story about a dragon and a knight."  # about 400 tokens from this model
+NOT_RUN = ("Invalid arguments", "Unknown tool", "You have called")  # the registry's refusals, the loop note
+REFUSAL_LOG_LINE = '"POST /v1/chat/completions HTTP/1.1" 500'  # uvicorn's access log
 CLEAN_ENDS = {"end_turn", "max_turn_requests", "loop_detected"}
 OBSERVATION_MARKERS = ("Observation:", "Observation：")
 
@@ -214,6 +219,11 @@ def check_streamed_react(step: dict[str, Any], text: str) -> None:
         assert format_errors[0] in {t.format_error for t in again}
 
 
+def check_streamed_json(step: dict[str, Any], text: str) -> None:
+    """Only the decoded `thought` string is streamed, and it is the step's thought."""
+    assert text == step["thought"]
+
+
 def check_streamed_native(step: dict[str, Any], text: str) -> None:
     if step["finalAnswer"] is not None:
         assert text == step["finalAnswer"]
@@ -259,11 +269,49 @@ async def test_session_ends_cleanly(mode: str, stream: bool, task: str, llama: L
     assert any(streamed_text(client, session_id, s["index"]) for s in steps), "no thought chunk was streamed"
     check_usage(steps, stream)
 
+    await check_finished(client, session_id, steps)
+
+
+async def check_finished(client: AgentTestClient, session_id: str, steps: list[dict[str, Any]]) -> None:
     session = await within(client.request("agent/getSession", {"sessionId": session_id}))
     assert session["status"] == "finished" and session["stopReason"] == steps[-1]["stopReason"]
     statuses = [u["update"] for u in client.updates
                 if u["sessionId"] == session_id and u["update"]["kind"] == "status"]
     assert statuses[-1] == {"kind": "status", "status": "finished", "stopReason": steps[-1]["stopReason"]}
+
+
+def executed_calls(step: dict[str, Any], schemas: dict[str, Any]) -> list[dict[str, Any]]:
+    """The step's calls that the tool really ran: registered name, schema-valid arguments, not refused."""
+    outputs = {o["toolCallId"]: o["output"] for o in step["observations"]}
+    return [call for call in step["toolCalls"]
+            if call["name"] in schemas
+            and jsonschema.Draft202012Validator(schemas[call["name"]]).is_valid(call["arguments"])
+            and not outputs[call["id"]].startswith(NOT_RUN)]
+
+
+@pytest.mark.asyncio
+async def test_json_mode_makes_the_model_run_tools(llama: LlamaServer,
+                                                   daemon_factory: Callable[..., Any]) -> None:
+    """The grammar built from the turn schema makes even this model pick a tool and schema-valid arguments:
+    llama-cpp-python refuses the `json_schema` form (HTTP 500), the client asks again with `json_object`, a
+    tool runs, and the session ends cleanly without a single format error."""
+    refusals = llama.log.read_text(errors="replace").count(REFUSAL_LOG_LINE)
+    client: AgentTestClient = await daemon_factory(options(llama, "json", max_tokens=256))
+    registered = await within(client.request("agent/registerTool", {"path": "tools.py"}))
+    schemas = {tool["name"]: tool["inputSchema"] for tool in registered["tools"]}
+    session_id, steps = await drive(client, SEED_TASK)
+    print(show(steps, client, session_id))
+
+    for step in steps:
+        check_outcome(step, last=step is steps[-1])
+        assert step["toolMode"] == "json"
+        assert not any(o["toolCallId"].startswith("format-") for o in step["observations"]), "a parse error"
+        check_streamed_json(step, streamed_text(client, session_id, step["index"]))
+    assert any(executed_calls(step, schemas) for step in steps), "no tool ran with arguments the model chose"
+    assert any(step["thought"] for step in steps)
+    await check_finished(client, session_id, steps)
+    # refused once; the json_object form is remembered for the rest of the session
+    assert llama.log.read_text(errors="replace").count(REFUSAL_LOG_LINE) == refusals + 1
 
 
 async def interfere(server: LlamaServer) -> None:

@@ -18,8 +18,8 @@ TOOL_TIMEOUT_SEC = 30.0  # a tool call, and loading a tool file
 MAX_OUTPUT_BYTES = 65536  # a tool's output beyond this is cut and flagged `truncated`
 MAX_STEPS = 20  # model turns per session
 
-ToolMode = Literal["react", "native", "auto"]
-TOOL_MODES: tuple[ToolMode, ...] = ("react", "native", "auto")
+ToolMode = Literal["react", "native", "json", "auto"]
+TOOL_MODES: tuple[ToolMode, ...] = ("react", "native", "json", "auto")
 
 
 class Role(StrEnum):

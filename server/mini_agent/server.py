@@ -35,6 +35,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from . import __version__
+from .contracts import TOOL_MODES
 from .progress import cancellable, progress, server_token
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ class AgentProtocol(LanguageServerProtocol):
                 "methods": list(METHODS),
                 "notifications": ["agent/update", "agent/toolsChanged"],
                 "serverRequests": ["agent/requestPermission", "agent/executeTool"],
-                "toolModes": ["react", "native", "auto"],
+                "toolModes": list(TOOL_MODES),
             }
         }
         return result

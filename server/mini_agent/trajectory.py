@@ -26,8 +26,9 @@ def step_events(session_id: str, record: StepRecord, total: TokenUsage) -> list[
     """A finished step's lasting events; the stepper's live ones are made by the same constructors."""
     sid, index = session_id, record.index
     events: list[AgentEvent] = []
-    if record.completion:
-        events.append(ThoughtChunk(sid, index, record.completion))
+    streamed = record.thought if record.tool_mode == "json" else record.completion  # as sent live
+    if streamed:
+        events.append(ThoughtChunk(sid, index, streamed))
     events += [ToolCallPending(sid, index, call) for call in record.tool_calls]
     # a reply in the wrong format gets its note as a bare observation: the model reads it, no call shows it
     events += [ToolCallFinished(sid, index, obs) for obs in record.observations if record.tool_calls]

@@ -104,7 +104,7 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     _root_option(parser)
     parser.add_argument("--base-url", help="OpenAI-compatible server (default: $OPENAI_BASE_URL)")
     parser.add_argument("--model", help="model name (default: $MINI_AGENT_MODEL)")
-    parser.add_argument("--tool-mode", choices=["react", "native", "auto"])
+    parser.add_argument("--tool-mode", choices=["react", "native", "json", "auto"])
     _json_option(parser)
     parser.add_argument("--trust", action="store_true",
                         help="trust the workspace: restore the tools registered in it before (default: only "

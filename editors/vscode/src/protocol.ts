@@ -21,7 +21,7 @@ export interface AgentPeer {
 
 export type SessionStatus = "ready" | "running" | "awaiting_approval" | "finished";
 export type StopReason = "end_turn" | "max_turn_requests" | "cancelled" | "loop_detected" | "error";
-export type ToolMode = "react" | "native" | "auto";
+export type ToolMode = "react" | "native" | "json" | "auto";
 export type Decision = "allow_once" | "allow_always" | "reject_once" | "reject_always";
 
 export interface Usage {

@@ -3,7 +3,7 @@
 One client serves every session of a daemon, over one transport (`transport.py`: aiohttp with
 keep-alive by default, a fake in unit tests).
 
-The three tool modes differ only in how the request is built and how the reply is read; the
+The tool modes differ only in how the request is built and how the reply is read; the
 transport — streaming, stop strings, retries, errors — is shared. A streamed completion is cut at
 the stop strings here as well as on the server, since some servers ignore `stop`; the text a caller
 gets is identical whether or not it streamed and wherever the network split it.
@@ -29,9 +29,10 @@ from ..contracts import (
     Role,
     TextSink,
     ToolCall,
+    ToolMode,
     ToolSpec,
 )
-from . import react
+from . import jsonmode, react
 from .replies import (
     BODY_SNIPPET,
     BadReply,
@@ -51,6 +52,10 @@ from .window import overflow
 
 # Words in an error body that say the server cannot take the `tools` field.
 _TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)
+# ... that it cannot take this `response_format` (llama-cpp-python 0.3.36 says so with HTTP 500).
+_FORMAT_REFUSAL = re.compile(r"response_format|json_schema", re.IGNORECASE)
+# What auto mode tries, in order; a server that refuses one is asked in the next, and that is remembered.
+_AUTO_ORDER: tuple[ToolMode, ...] = ("native", "json", "react")
 _ERROR_BODY_LIMIT = 64 * 1024  # of an error page: enough for the server's own message
 _REPOINT = (
     " Start the model server, or point mini-agent at a running one: set OPENAI_BASE_URL, pass"
@@ -76,8 +81,22 @@ class _HTTPStatusError(Exception):
             return False
         return self.status in (400, 422) or bool(_TOOLS_REFUSAL.search(self.body))
 
+    @property
+    def refuses_format(self) -> bool:
+        if self.status == 429:
+            return False
+        return self.status in (400, 422) or bool(_FORMAT_REFUSAL.search(self.body))
 
-class _ToolsRejected(Exception):
+
+class _Refused(Exception):
+    """The server refused what this mode needs from it; auto mode tries the next mode."""
+
+
+class _ToolsRejected(_Refused):
+    pass
+
+
+class _FormatRejected(_Refused):
     pass
 
 
@@ -100,7 +119,9 @@ class OpenAICompatibleClient:
         self._backoff_cap = backoff_cap
         self._retry_after_cap = retry_after_cap
         self._transport = transport if transport is not None else AiohttpTransport()
-        self._react_only: set[tuple[str, str]] = set()  # (base_url, model) that refused `tools`
+        # per (base_url, model): the mode auto mode settled on, the response_format form that worked
+        self._auto_mode: dict[tuple[str, str], ToolMode] = {}
+        self._json_form: dict[tuple[str, str], jsonmode.Form] = {}
 
     async def __aenter__(self) -> OpenAICompatibleClient:
         return self
@@ -118,17 +139,35 @@ class OpenAICompatibleClient:
         config: LLMConfig,
         on_text: TextSink | None = None,
     ) -> LLMResponse:
+        if config.tool_mode != "auto":
+            return await self._in_mode(config.tool_mode, messages, tools, config, on_text, fallback=False)
         key = (config.base_url, config.model)
-        if config.tool_mode == "react" or key in self._react_only:
-            return await self._react(messages, tools, config, on_text)
-        if config.tool_mode == "native" or not tools:
-            return await self._native(messages, tools, config, on_text, fallback=False)
-        try:
-            return await self._native(messages, tools, config, on_text, fallback=True)
-        except _ToolsRejected:
-            response = await self._react(messages, tools, config, on_text)
-            self._react_only.add(key)
+        learned = self._auto_mode.get(key, _AUTO_ORDER[0])
+        for mode in _AUTO_ORDER[_AUTO_ORDER.index(learned) :]:
+            try:
+                response = await self._in_mode(mode, messages, tools, config, on_text, fallback=True)
+            except _Refused:
+                continue
+            self._auto_mode[key] = mode
             return response
+        raise AssertionError("unreachable: react mode sends nothing a server could refuse")
+
+    async def _in_mode(
+        self,
+        mode: ToolMode,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        config: LLMConfig,
+        on_text: TextSink | None,
+        *,
+        fallback: bool,
+    ) -> LLMResponse:
+        """One mode's request; with `fallback`, a refusal raises `_Refused` instead of an `LLMError`."""
+        if mode == "json":
+            return await self._json(messages, tools, config, on_text, fallback=fallback)
+        if mode == "native":
+            return await self._native(messages, tools, config, on_text, fallback=fallback)
+        return await self._react(messages, tools, config, on_text)
 
     async def _react(
         self,
@@ -141,16 +180,59 @@ class OpenAICompatibleClient:
         payload["stop"] = list(react.STOP_SEQUENCES)
         done = await self._complete(payload, config, on_text, react.STOP_SEQUENCES, fallback=False)
         turn = react.parse(done.text, call_id=_new_call_id(), truncated=done.finish_reason == "length")
-        return LLMResponse(
-            content=done.text,
-            thought=turn.thought,
-            tool_calls=(turn.call,) if turn.call is not None else (),
-            final_answer=turn.final_answer,
-            format_error=turn.format_error,
-            usage=done.usage,
-            finish_reason=done.finish_reason,
-            tool_mode="react",
-        )
+        return _text_response(done, turn, "react")
+
+    async def _json(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        config: LLMConfig,
+        on_text: TextSink | None,
+        *,
+        fallback: bool,
+    ) -> LLMResponse:
+        """One schema-constrained turn: OpenAI's `json_schema` form first, `json_object` if refused.
+
+        The form that worked is kept per server and model, as auto mode keeps its mode.
+        """
+        key = (config.base_url, config.model)
+        form = self._json_form.get(key, "json_schema")
+        payload = _payload(config, react.render_messages(messages, tools, jsonmode.PROTOCOL))
+        refusable = fallback or form == "json_schema"
+        try:
+            done = await self._json_once(payload, tools, form, config, on_text, refusable)
+        except _FormatRejected:
+            if form == "json_object":
+                raise
+            form = "json_object"
+            done = await self._json_once(payload, tools, form, config, on_text, fallback)
+        self._json_form[key] = form
+        turn = jsonmode.parse(done.text, call_id=_new_call_id(), truncated=done.finish_reason == "length")
+        return _text_response(done, turn, "json")
+
+    async def _json_once(
+        self,
+        payload: dict[str, Any],
+        tools: Sequence[ToolSpec],
+        form: jsonmode.Form,
+        config: LLMConfig,
+        on_text: TextSink | None,
+        refusable: bool,
+    ) -> Completion:
+        """One request in one form; the caller is streamed only the decoded thought."""
+        payload["response_format"] = jsonmode.response_format(tools, form)
+        scanner = jsonmode.ThoughtScanner()
+
+        def emit(thought: str) -> None:
+            if thought and on_text is not None:
+                on_text(thought)
+
+        def sink(text: str) -> None:
+            emit(scanner.feed(text))
+
+        done = await self._complete(payload, config, sink, (), fallback=refusable)
+        emit(scanner.finish())
+        return done
 
     async def _native(
         self,
@@ -181,7 +263,7 @@ class OpenAICompatibleClient:
         *,
         fallback: bool,
     ) -> Completion:
-        """POST with retries; every failure that leaves here is an `LLMError` (or `_ToolsRejected`)."""
+        """POST with retries; every failure that leaves here is an `LLMError` (or a `_Refused`)."""
         url = config.base_url.rstrip("/") + "/chat/completions"
         sink = Sink(on_text)
         body = json.dumps(payload, ensure_ascii=False).encode()
@@ -218,6 +300,8 @@ class OpenAICompatibleClient:
                     raise error from exc
                 if fallback and "tools" in payload and exc.refuses_tools:
                     raise _ToolsRejected from exc
+                if fallback and "response_format" in payload and exc.refuses_format:
+                    raise _FormatRejected from exc
                 if last_try or not exc.retryable:
                     raise _failure(config, _describe_status(exc), attempt, exc.status) from exc
                 delay = self._delay(attempt, exc.retry_after)
@@ -268,6 +352,19 @@ def _tool_call(raw: RawCall) -> ToolCall:
         why = f"the arguments must be a JSON object, not {type(arguments).__name__}"
         return ToolCall(call_id, raw.name, {}, raw.arguments, why)
     return ToolCall(call_id, raw.name, arguments, raw.arguments)
+
+
+def _text_response(done: Completion, turn: react.ReactTurn, mode: ToolMode) -> LLMResponse:
+    return LLMResponse(
+        content=done.text,
+        thought=turn.thought,
+        tool_calls=(turn.call,) if turn.call is not None else (),
+        final_answer=turn.final_answer,
+        format_error=turn.format_error,
+        usage=done.usage,
+        finish_reason=done.finish_reason,
+        tool_mode=mode,
+    )
 
 
 def _native_response(

@@ -44,7 +44,7 @@ EXPECTED_FORMAT = (
     "Final Answer: <your answer>"
 )
 
-_PROTOCOL = """\
+PROTOCOL = """\
 ## How to work
 
 Work in rounds. In each round write one of the two forms below, every marker at the start of its own line.
@@ -63,11 +63,12 @@ Thought: why you are done
 Final Answer: your answer for the user"""
 
 
-def build_system_prompt(base: str, tools: Sequence[ToolSpec]) -> str:
-    """The base prompt followed by the tool list and the protocol.
+def build_system_prompt(base: str, tools: Sequence[ToolSpec], protocol: str = PROTOCOL) -> str:
+    """The base prompt followed by the tool list and the protocol (`{names}` in it: the tool names).
 
     Without tools there is no protocol to teach: the base prompt comes back unchanged, and a plain
     reply parses as a final answer. Same inputs give the same bytes (the prefix cache needs it).
+    JSON mode passes its own protocol: the schema constrains the reply, these words explain it.
     """
     if not tools:
         return base
@@ -80,23 +81,25 @@ def build_system_prompt(base: str, tools: Sequence[ToolSpec]) -> str:
     sections = [
         base.rstrip(),
         "## Tools\n\nYou can call these tools:\n\n" + "\n\n".join(entries),
-        _PROTOCOL.format(names=names),
+        protocol.format(names=names),
     ]
     return "\n\n".join(section for section in sections if section)
 
 
-def render_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[dict[str, str]]:
+def render_messages(
+    messages: Sequence[Message], tools: Sequence[ToolSpec], protocol: str = PROTOCOL
+) -> list[dict[str, str]]:
     """Chat messages for a text-only server, one per history entry and each independent of the rest.
 
     Assistant turns are sent back exactly as the model wrote them, and observations become user
     turns, so the rendering of a longer history always extends that of a shorter one.
     """
-    return [_render_one(message, tools) for message in messages]
+    return [_render_one(message, tools, protocol) for message in messages]
 
 
-def _render_one(message: Message, tools: Sequence[ToolSpec]) -> dict[str, str]:
+def _render_one(message: Message, tools: Sequence[ToolSpec], protocol: str) -> dict[str, str]:
     if message.role is Role.SYSTEM:
-        return {"role": "system", "content": build_system_prompt(message.content, tools)}
+        return {"role": "system", "content": build_system_prompt(message.content, tools, protocol)}
     if message.role is Role.TOOL:
         return {"role": "user", "content": "Observation: " + message.content}
     return {"role": message.role.value, "content": message.content}
@@ -228,7 +231,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
 # Whitespace, markdown emphasis and a ```json fence opener that models put before the object.
 _INPUT_LEAD = re.compile(r"[\s*_`]*+(?:json\b)?[\s*_`]*+", re.IGNORECASE)
 
@@ -244,7 +247,7 @@ class _Json:
 def _decode_at(region: str, at: int) -> _Json:
     candidate = region[at:]
     try:
-        value, stop = _DECODER.raw_decode(candidate)
+        value, stop = DECODER.raw_decode(candidate)
     except json.JSONDecodeError as exc:
         incomplete = exc.pos >= len(candidate.rstrip()) or exc.msg.startswith("Unterminated string")
         return _Json(raw=candidate, error=str(exc), incomplete=incomplete)
@@ -286,7 +289,7 @@ def _json_kind(value: Any) -> str:
 _EXCERPT_CHARS = 300
 
 
-def _excerpt(raw: str) -> str:
+def excerpt(raw: str) -> str:
     raw = raw.strip()
     if not raw:
         return "(nothing)"
@@ -295,13 +298,16 @@ def _excerpt(raw: str) -> str:
     return f"{raw[:_EXCERPT_CHARS]} … [{len(raw) - _EXCERPT_CHARS} more characters]"
 
 
-def _error_message(problem: str, raw: str, *, truncated: bool, detail: str | None) -> str:
+def error_message(
+    problem: str, raw: str, *, truncated: bool, detail: str | None, expected: str = EXPECTED_FORMAT
+) -> str:
+    """A format error for the model: what was wrong, its own text, and the format expected instead."""
     lines = [f"Format error: {problem}."]
     if truncated:
         lines.append("Your reply was cut off by the token limit before it was complete; write less.")
     if detail:
         lines.append(f"JSON decoder: {detail}")
-    lines += [f"Your text: {_excerpt(raw)}", "Reply in exactly this format:", EXPECTED_FORMAT]
+    lines += [f"Your text: {excerpt(raw)}", "Reply in exactly this format:", expected]
     return "\n".join(lines)
 
 
@@ -412,7 +418,7 @@ class _Parser:
         return ReactTurn(thought=self._joined(), call=call, final_answer=answer, format_error=None)
 
     def _error(self, problem: str, raw: str, detail: str | None = None) -> ReactTurn:
-        message = _error_message(problem, raw, truncated=self.truncated, detail=detail)
+        message = error_message(problem, raw, truncated=self.truncated, detail=detail)
         return ReactTurn(thought=self._joined(), call=None, final_answer=None, format_error=message)
 
     def _unfinished(self, action: _Action) -> ReactTurn:

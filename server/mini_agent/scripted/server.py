@@ -6,13 +6,17 @@ strings, tool calls, HTTP errors, retries, cut streams. It records every request
 
 Script (JSON): a list of turns, or an object
 
-    {"turns": [...], "repeat_last": false, "reject_tools": false, "honour_stop": true, "model": "replay",
-     "context_limit": null}
+    {"turns": [...], "repeat_last": false, "reject_tools": false, "refuse_formats": {},
+     "honour_stop": true, "model": "replay", "context_limit": null}
 
 Turns are consumed one per request, in arrival order (an error answer consumes its turn too, so
 `[{"status": 429, ...}, {"content": ...}]` scripts a retry). Past the end, the last turn repeats if
 `repeat_last`, else the server answers 410. `reject_tools` answers 400 to any request carrying
-`tools`, before consuming a turn (as a server validating its input would). `honour_stop` cuts the
+`tools`, before consuming a turn (as a server validating its input would). `refuse_formats` maps a
+`response_format` type to the HTTP status refusing it, also before consuming a turn: 500 plays
+llama-cpp-python 0.3.36 refusing `json_schema` (a validation error naming `response_format`), any
+other status a plain refusal. The server never enforces a format: what a turn says is what it sends,
+so a script can play a server that ignores `response_format`. `honour_stop` cuts the
 reply at the earliest of the request's stop strings and drops the string, as vLLM and llama.cpp do;
 false plays a server that ignores `stop`. `context_limit` (tokens) refuses, before consuming a turn and as
 vLLM does (HTTP 400, its message), a request whose prompt plus `max_tokens` passes it, and `/v1/models`
@@ -45,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..llm.stream import cut_at_stop
-from .text import call_tokens, fill, over_limit, prompt_tokens, tokens_of
+from .text import call_tokens, fill, prompt_tokens, refusal_of, tokens_of
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -64,7 +68,9 @@ _TURN_KEYS = frozenset(
         "finish_reason",
     }
 )
-_SCRIPT_KEYS = frozenset({"turns", "repeat_last", "reject_tools", "honour_stop", "model", "context_limit"})
+_SCRIPT_KEYS = frozenset(
+    {"turns", "repeat_last", "reject_tools", "refuse_formats", "honour_stop", "model", "context_limit"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +124,7 @@ class Script:
     turns: tuple[Turn, ...] = ()
     repeat_last: bool = False
     reject_tools: bool = False
+    refuse_formats: Mapping[str, int] = field(default_factory=dict)
     honour_stop: bool = True
     model: str = "replay"
     context_limit: int | None = None
@@ -132,6 +139,7 @@ class Script:
             turns=tuple(Turn.from_json(t) for t in raw.get("turns") or ()),
             repeat_last=bool(raw.get("repeat_last", False)),
             reject_tools=bool(raw.get("reject_tools", False)),
+            refuse_formats={str(k): int(v) for k, v in (raw.get("refuse_formats") or {}).items()},
             honour_stop=bool(raw.get("honour_stop", True)),
             model=str(raw.get("model", "replay")),
             context_limit=int(raw["context_limit"]) if raw.get("context_limit") is not None else None,
@@ -213,6 +221,11 @@ class ReplayServer:
         """Every request body, parsed, in arrival order."""
         return [e.body for e in self.exchanges]
 
+    @property
+    def response_formats(self) -> list[dict[str, Any] | None]:
+        """Each request's `response_format` (None where it had none), in arrival order."""
+        return [e.body.get("response_format") for e in self.exchanges]
+
     async def __aenter__(self) -> ReplayServer:
         await self.start()
         return self
@@ -281,9 +294,9 @@ class ReplayServer:
         exchange.body = body
         if self.script.reject_tools and body.get("tools"):
             return self._error(exchange, 400, "this server does not support tools: remove the `tools` field")
-        refusal = over_limit(body, self.script.context_limit)
+        refusal = refusal_of(body, self.script.refuse_formats, self.script.context_limit)
         if refusal is not None:
-            return self._error(exchange, 400, refusal, kind="BadRequestError")
+            return self._error(exchange, *refusal)
         turn = await self._turn_for(body)
         if turn is None:
             return self._error(exchange, 410, f"the replay script has no turn for request {exchange.number}")
@@ -310,19 +323,13 @@ class ReplayServer:
         return turns[-1] if turns and self.script.repeat_last else None
 
     def _error(
-        self,
-        exchange: Exchange,
-        status: int,
-        message: str,
-        retry_after: float | None = None,
-        *,
-        kind: str = "replay_error",
+        self, exchange: Exchange, status: int, message: str, retry_after: float | None = None
     ) -> web.StreamResponse:
         from aiohttp import web
 
         exchange.status = status
         headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else None
-        error = {"error": {"message": message, "type": kind, "param": None, "code": status}}
+        error = {"error": {"message": message, "type": "replay_error", "code": status}}
         return web.json_response(error, status=status, headers=headers)
 
     def _reply(self, body: dict[str, Any], turn: Turn, exchange: Exchange) -> _Reply:

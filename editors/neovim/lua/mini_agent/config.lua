@@ -52,7 +52,7 @@ M.defaults = {
   },
 }
 
-local TOOL_MODES = { react = true, native = true, auto = true }
+local TOOL_MODES = { react = true, native = true, json = true, auto = true }
 local POSITIONS = { right = true, left = true, above = true, below = true }
 
 ---@type mini_agent.Options?
@@ -87,7 +87,7 @@ local function validate(opts)
   check('llm.apiKey', opts.llm.apiKey, 'string', true)
   check('llm.toolMode', opts.llm.toolMode, function(v)
     return v == nil or TOOL_MODES[v] ~= nil
-  end, false, '"react", "native" or "auto"')
+  end, false, '"react", "native", "json" or "auto"')
   check('maxSteps', opts.maxSteps, function(v)
     return v == nil or positive_integer(v)
   end, false, 'a positive integer')
