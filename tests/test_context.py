@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 from mini_agent.budget import MESSAGE_OVERHEAD, estimate, tools_cost
-from mini_agent.contracts import LLMConfig, ToolSpec
+from mini_agent.contracts import LLMConfig, LLMError, Message, Role, ToolSpec
 from mini_agent.llm import react
+from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.window import ServerWindowProbe, overflow
 from mini_agent.scripted import ReplayServer
 from mini_agent.scripted.text import tokens_of
@@ -160,3 +161,16 @@ async def test_the_window_is_read_where_each_server_says_it(
         config = LLMConfig(base_url=base_url, model="x")
         assert await probe.context_window(config) == window
         assert await probe.context_window(config) == window  # cached: asked once per server and model
+
+
+@pytest.mark.asyncio
+async def test_a_length_refusal_is_no_refusal_of_tools_and_is_not_retried() -> None:
+    """In auto mode a 400 would send the client on to another tool mode; a length refusal must not."""
+    tools = [ToolSpec("note", "Take a note.", {"type": "object", "properties": {}})]
+    messages = [Message(Role.SYSTEM, "Be brief."), Message(Role.USER, "word " * 3000)]
+    async with ReplayServer({"context_limit": 1024}) as server, OpenAICompatibleClient() as client:
+        config = LLMConfig(base_url=server.base_url, tool_mode="auto", max_tokens=100)
+        with pytest.raises(LLMError) as raised:
+            await client.generate(messages, tools, config)
+    assert raised.value.context_overflow and raised.value.context_window == 1024
+    assert len(server.exchanges) == 1 and "maximum context length is 1024 tokens" in str(raised.value)
