@@ -174,3 +174,39 @@ async def test_a_length_refusal_is_no_refusal_of_tools_and_is_not_retried() -> N
             await client.generate(messages, tools, config)
     assert raised.value.context_overflow and raised.value.context_window == 1024
     assert len(server.exchanges) == 1 and "maximum context length is 1024 tokens" in str(raised.value)
+
+
+def test_a_compaction_and_a_cut_result_survive_the_store(tmp_path: Path) -> None:
+    """The model's view is rebuilt from the store alone: the compaction rides on its step's record."""
+    from mini_agent import budget
+    from mini_agent.contracts import Compaction, ContextUse, Observation, TokenUsage, ToolCall
+    from mini_agent.session import AgentConfig, AgentSession, StepRecord
+    from mini_agent.store import SqliteStore
+
+    session = AgentSession("sess_ctx", "task", AgentConfig(), [])
+    session.messages += [Message(Role.SYSTEM, "system"), Message(Role.USER, "task")]
+    call = ToolCall("c1", "big", {})
+    shown = budget.cut("x" * 5000, 5000, "c1", budget.Window.of(1024, 256))
+    observation = Observation("c1", "big", "x" * 5000, shown=shown)
+    digest = budget.digest(Message(Role.TOOL, shown, tool_call_id="c1", name="big"), 5000)
+    session.steps.append(
+        StepRecord(
+            0,
+            tool_calls=[call],
+            observations=[observation],
+            usage=TokenUsage(300, 20),
+            context=ContextUse(2, False, 1024, 700),
+            compaction=Compaction(2, (digest,), digested=1, before=900, after=400),
+        )
+    )
+    session.messages += [
+        Message(Role.ASSISTANT, "a", tool_calls=(call,)),
+        Message(Role.TOOL, shown, tool_call_id="c1", name="big"),
+    ]
+    with SqliteStore(tmp_path / "s.db") as store:
+        store.save(session)
+    with SqliteStore(tmp_path / "s.db") as store:
+        loaded = store.load("sess_ctx")
+    assert loaded is not None and loaded.steps == session.steps
+    assert budget.view(loaded) == budget.view(session) and budget.view(loaded)[2] == digest
+    assert budget.find_observation(loaded, "c1") == observation
