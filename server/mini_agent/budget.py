@@ -117,17 +117,10 @@ def measure(
     of what came after; the whole estimate when there is no such count or the view changed since."""
     last = session.steps[-1] if session.steps else None
     use = last.context if last is not None else None
-    counted = last is not None and last.usage.prompt_tokens > 0 and use is not None
-    if (
-        counted
-        and use is not None
-        and last is not None
-        and use.reader == reader
-        and use.messages < len(history)
-    ):
-        known = last.usage.prompt_tokens + last.usage.completion_tokens + MESSAGE_OVERHEAD
-        return known + sum(message_cost(m) for m in history[use.messages + 1 :])
-    return tools_cost(tools) + sum(message_cost(m) for m in history)
+    if last is None or use is None or not last.usage.prompt_tokens or use.reader != reader:
+        return tools_cost(tools) + sum(message_cost(m) for m in history)
+    known = last.usage.prompt_tokens + last.usage.completion_tokens + MESSAGE_OVERHEAD
+    return known + sum(message_cost(m) for m in history[use.messages + 1 :])
 
 
 def window_use(record: StepRecord) -> tuple[int, int]:
@@ -189,7 +182,7 @@ def head_within(text: str, tokens: int) -> str:
 
 
 def page_chars(window: Window) -> int:
-    """Characters a `read_observation` page returns by default: about its share at three per token."""
+    """Characters a `read_observation` page asks for by default: its share at two characters a token."""
     return max(256, (window.observation - 64) * 2)
 
 
