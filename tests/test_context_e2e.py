@@ -152,6 +152,8 @@ async def test_a_100_step_session_in_a_4096_token_window_runs_to_its_end(
     assert all(e.status == 200 for e in server.exchanges)  # no request refused
     compacted = compaction_steps(client.updates, session_id)
     assert 1 <= len(compacted) <= 10
+    # the summary requests count in the session's tokens
+    assert run["usage"]["promptTokens"] == sum(e.prompt_tokens for e in server.exchanges)
     main = [body for body in server.requests if not is_summary(body)]
     assert len(main) == 100
     # between compactions each request extends the one before it and its reply, byte for byte

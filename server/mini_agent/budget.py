@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .contracts import Compaction, Message, Observation, Role, ToolSpec
+from .contracts import Compaction, Message, Observation, Role, TokenUsage, ToolSpec
 from .session import AgentSession, StepRecord
 
 DEFAULT_WINDOW = 8192  # tokens, when neither the options nor the server say
@@ -121,6 +121,11 @@ def measure(
         return tools_cost(tools) + sum(message_cost(m) for m in history)
     known = last.usage.prompt_tokens + last.usage.completion_tokens + MESSAGE_OVERHEAD
     return known + sum(message_cost(m) for m in history[use.messages + 1 :])
+
+
+def spent_on_context(record: StepRecord) -> TokenUsage:
+    """Tokens of the summary request the step's compaction made (they count in the session's total)."""
+    return record.compaction.usage if record.compaction is not None else TokenUsage()
 
 
 def window_use(record: StepRecord) -> tuple[int, int]:
@@ -323,7 +328,12 @@ def transcript(older: Sequence[Message], tokens: int) -> str:
 
 
 def compact(
-    plan: Plan, summary: str | None, history: Sequence[Message], fixed: int, before: int
+    plan: Plan,
+    summary: str | None,
+    history: Sequence[Message],
+    fixed: int,
+    before: int,
+    usage: TokenUsage,
 ) -> tuple[Compaction, list[Message]]:
     """The compaction and the view it gives; `summary` replaces the older turns when the model wrote one."""
     older = plan.older if summary is None else (Message(Role.USER, SUMMARY_INTRO + summary.strip()),)
@@ -337,6 +347,7 @@ def compact(
         summarised=0 if summary is None else len(plan.older),
         before=before,
         after=after,
+        usage=usage,
     )
     return done, after_view
 

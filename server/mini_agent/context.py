@@ -21,6 +21,7 @@ from .contracts import (
     Observation,
     Role,
     SessionStatus,
+    TokenUsage,
     ToolCall,
     ToolSpec,
 )
@@ -75,16 +76,21 @@ class ContextKeeper:
             plan = budget.plan(session, history, fixed, window, refit=force)
             if plan is not None:
                 wanted = plan.older and (force or not plan.enough)
-                summary = await self._summary(plan.older, config, window) if wanted else None
-                done, history = budget.compact(plan, summary, history, fixed, tokens)
+                summary, usage = (
+                    await self._summary(plan.older, config, window) if wanted else (None, TokenUsage())
+                )
+                done, history = budget.compact(plan, summary, history, fixed, tokens, usage)
                 tools, reader, tokens = after_tools, True, done.after
                 message = budget.describe(done, window)
                 self._emit(StatusChanged(session.session_id, index, SessionStatus.RUNNING, message=message))
         use = ContextUse(len(history), reader, window.size, tokens)
         return Request(history, tools, replace(config, max_tokens=window.reply), window, use, done)
 
-    async def _summary(self, older: tuple[Message, ...], config: LLMConfig, window: Window) -> str | None:
-        """The model's summary of the older turns; None (digests only) when it could not write one."""
+    async def _summary(
+        self, older: tuple[Message, ...], config: LLMConfig, window: Window
+    ) -> tuple[str | None, TokenUsage]:
+        """The model's summary of the older turns and what it cost; None (digests only) when it could
+        not write one."""
         room = window.prompt - budget.estimate(budget.SUMMARY_PROMPT) - 4 * budget.MESSAGE_OVERHEAD
         messages = [
             Message(Role.SYSTEM, budget.SUMMARY_PROMPT),
@@ -93,9 +99,9 @@ class ContextKeeper:
         try:
             response = await self._llm.generate(messages, [], replace(config, max_tokens=window.reply))
         except LLMError:
-            return None
+            return None, TokenUsage()
         text = (response.final_answer or response.content).strip()
-        return text or None
+        return text or None, response.usage
 
     def fit(self, session: AgentSession, record: StepRecord, observation: Observation) -> Observation:
         if record.context is None:

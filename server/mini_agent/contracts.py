@@ -114,6 +114,7 @@ class Compaction:
     summarised: int = 0  # messages the model summarised (0: the digests were enough)
     before: int = 0  # the request's estimated tokens before and after
     after: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)  # of the summary request, when there was one
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from .book import Flight, SessionBook
-from .budget import too_long, window_use
+from .budget import spent_on_context, too_long, window_use
 from .context import ContextKeeper
 from .contracts import LLMError, Message, Observation, Role, SessionStatus, StopReason, ToolCall, ToolSpec
 from .events import (
@@ -151,7 +151,7 @@ class Stepper:
         )
         session.steps.append(record)
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
-        session.usage = session.usage + response.usage
+        session.usage = session.usage + response.usage + spent_on_context(record)
         self._emit(UsageReported(sid, index, record.usage, session.usage, *window_use(record)))
         if answered(record):
             self._emit(AnswerChunk(sid, index, record.final_answer or ""))
