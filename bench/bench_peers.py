@@ -3,6 +3,7 @@ bench/RESULTS.md.
 
     python bench/bench_peers.py            # creates bench/.peers-venv on first use (needs PyPI)
     python bench/bench_peers.py --quick    # fewer repetitions, for a smoke run
+    python bench/bench_peers.py --baseline /tmp/old   # also another checkout, side by side
 
 What is measured (see bench/README.md for the method and the caveats):
 
@@ -16,6 +17,14 @@ What is measured (see bench/README.md for the method and the caveats):
    python-lsp-server and jedi-language-server.
 4. 50 concurrent sessions × 5 steps against a model with 200 ms latency, as efficiency against the
    ideal of 5 × 0.2 s.
+5. Capacity: steps per second of one daemon with 1, 8 and 64 sessions running at once against a
+   model with no latency (store on).
+6. Memory per idle session: the daemon's RSS growth over 300 sessions started and left, and over
+   300 sessions run to their end (store on).
+
+With `--baseline TREE` (another checkout, e.g. `git archive <commit> | tar -x -C /tmp/old`), every
+mini-agent figure is measured for that tree too, in the same run: the two daemons run side by side
+and take turns episode by episode and round by round, so that a noisy moment hits both.
 
 The peers live in their own virtual environment (bench/.peers-venv); they are never runtime
 dependencies. Helper processes are this same file started with `--role`.
@@ -49,6 +58,8 @@ PEERS = ["langchain>=1.0", "smolagents>=1.20", "mcp", "python-lsp-server", "jedi
          "pygls==2.1.1"]
 EPISODE_STEPS = 20
 CONCURRENT_SESSIONS, CONCURRENT_STEPS, LATENCY_S = 50, 5, 0.2
+CAPACITY_SESSIONS = (1, 8, 64)
+IDLE_SESSIONS, IDLE_STEPS, IDLE_BATCH = 300, 5, 50
 
 TOOLS_FILE = '''def add(a: int, b: int) -> int:
     """Add two integers.
@@ -241,8 +252,20 @@ def ensure_peers() -> Peers:
     return Peers(str(python), versions)
 
 
-def daemon_env() -> dict[str, str]:
-    paths = [str(ROOT / "server"), str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH", "")]
+@dataclass(frozen=True)
+class Tree:
+    """A checkout of mini-agent whose daemon is measured: this one, or a `--baseline` to compare with."""
+
+    label: str
+    root: Path
+
+
+THIS = Tree("mini-agent", ROOT)
+
+
+def daemon_env(tree: Tree = THIS) -> dict[str, str]:
+    paths = [str(tree.root / "server"), str(tree.root / "clients" / "python"),
+             os.environ.get("PYTHONPATH", "")]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
@@ -280,22 +303,21 @@ def workspace() -> Path:
     return root
 
 
-async def per_step_mini_agent(episodes: int, *, store: bool) -> tuple[list[float], list[float]]:
-    """(seconds per step of each episode, seconds of bare model requests made between the episodes).
+async def per_step_mini_agent(trees: list[Tree], episodes: int, *, store: bool
+                              ) -> dict[str, tuple[list[float], list[float]]]:
+    """For each tree: (seconds per step of each episode, seconds of bare model requests made between
+    the episodes). The trees' daemons run side by side and take turns, episode by episode.
 
     The bare requests are what one step's model call costs the client on its own, measured in the
     same moments as the episodes, so that the daemon's share can be told from the model server's.
     """
     import aiohttp
-    from mini_agent_client import AgentClient
 
-    async with model_server(0.0, EPISODE_STEPS) as base_url, aiohttp.ClientSession() as http:
-        options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"},
-                   "store": {"enabled": store}}
-        async with AgentClient.spawn(root=workspace(), options=options, env=daemon_env()) as client:
-            await client.register_tool("bench_tools.py", function="add")
-            per_step, bare = [], []
-            for episode in range(episodes + 1):  # the first is the warm-up
+    figures: dict[str, tuple[list[float], list[float]]] = {tree.label: ([], []) for tree in trees}
+    async with daemons(trees, 0.0, EPISODE_STEPS, store=store) as (base_url, clients), \
+            aiohttp.ClientSession() as http:
+        for episode in range(episodes + 1):  # the first is the warm-up
+            for label, client in turns(clients, episode):
                 session_id = await client.start_session("Add up.")
                 started = time.perf_counter()
                 result = await client.call("agent/run", {"sessionId": session_id})
@@ -303,9 +325,9 @@ async def per_step_mini_agent(episodes: int, *, store: bool) -> tuple[list[float
                 assert result["stopReason"] == "end_turn" and result["steps"] == EPISODE_STEPS, result
                 times = [await _bare_request(http, base_url) for _ in range(EPISODE_STEPS)]
                 if episode:
-                    per_step.append(elapsed / EPISODE_STEPS)
-                    bare += times
-    return per_step, bare
+                    figures[label][0].append(elapsed / EPISODE_STEPS)
+                    figures[label][1].extend(times)
+    return figures
 
 
 async def _bare_request(http: Any, base_url: str) -> float:
@@ -327,15 +349,15 @@ def per_step_peer(peers: Peers, role: str, episodes: int) -> list[float]:
 
 
 @contextlib.asynccontextmanager
-async def connected(command: list[str], cwd: Path | str | None, *, ndjson: bool = False
-                    ) -> AsyncIterator[Any]:
+async def connected(command: list[str], cwd: Path | str | None, *, ndjson: bool = False,
+                    env: dict[str, str] | None = None) -> AsyncIterator[Any]:
     """A server process and a JSON-RPC connection to it (mini_agent_client.rpc, the same client code
     for every server); killed afterwards."""
     from mini_agent_client.rpc import Connection
 
     process = await asyncio.create_subprocess_exec(
         *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=daemon_env(), cwd=cwd)
+        stderr=asyncio.subprocess.DEVNULL, env=env or daemon_env(), cwd=cwd)
     assert process.stdin is not None and process.stdout is not None
     connection = Connection(process.stdout, process.stdin, ndjson=ndjson)
     connection.start()
@@ -350,9 +372,10 @@ async def connected(command: list[str], cwd: Path | str | None, *, ndjson: bool 
 
 
 async def round_trips(command: list[str], method: str, init: dict[str, Any], *, ndjson: bool,
-                      setup: Callable[[Any], Awaitable[None]] | None = None, count: int) -> list[float]:
+                      setup: Callable[[Any], Awaitable[None]] | None = None, count: int,
+                      env: dict[str, str] | None = None) -> list[float]:
     """Sequential `method` requests, after initialize (and `setup`)."""
-    async with connected(command, init.pop("_cwd", None), ndjson=ndjson) as (_, connection):
+    async with connected(command, init.pop("_cwd", None), ndjson=ndjson, env=env) as (_, connection):
         await connection.request("initialize", init)
         await connection.notify("notifications/initialized" if ndjson else "initialized", {})
         if setup is not None:
@@ -375,16 +398,20 @@ def mcp_init() -> dict[str, Any]:
             "clientInfo": {"name": "bench", "version": "0.1"}}
 
 
-async def list_tools_figures(peers: Peers, count: int) -> dict[str, list[float]]:
+async def list_tools_figures(peers: Peers, trees: list[Tree], count: int) -> dict[str, list[float]]:
     root = workspace()
 
     async def register(connection: Any) -> None:
         await connection.request("agent/registerTool", {"path": "bench_tools.py"})
 
-    return {
-        "mini-agent `agent/listTools`": await round_trips(
+    ours = {
+        f"{tree.label} `agent/listTools`": await round_trips(
             [sys.executable, "-m", "mini_agent"], "agent/listTools", lsp_init(root), ndjson=False,
-            setup=register, count=count),
+            setup=register, count=count, env=daemon_env(tree))
+        for tree in trees
+    }
+    return {
+        **ours,
         "minimal pygls `tools/list`": await round_trips(
             [sys.executable, "-c", MINIMAL_PYGLS], "tools/list", lsp_init(root), ndjson=False, count=count),
         "MCP SDK stdio `tools/list`": await round_trips(
@@ -393,49 +420,134 @@ async def list_tools_figures(peers: Peers, count: int) -> dict[str, list[float]]
     }
 
 
-async def cold_start(command: list[str], root: Path) -> tuple[float, float]:
-    """(seconds from spawn to the initialize answer, RSS in MiB once initialized and idle)."""
+@dataclass(frozen=True)
+class Server:
+    command: list[str]
+    env: dict[str, str] | None = None
+    ready: str | None = None  # a request answered only once the server has finished starting
+
+
+async def cold_start(server: Server, root: Path) -> tuple[float, float]:
+    """(seconds from spawn to the initialize answer, RSS in MiB once initialized, ready and idle).
+
+    mini-agent answers initialize before it has loaded its protocol stack and builds its core after
+    `initialized`; its RSS is read one second after it answered a request that needs all of that.
+    """
     started = time.perf_counter()
-    async with connected(command, root) as (process, connection):
+    async with connected(server.command, root, env=server.env) as (process, connection):
         await connection.request("initialize", {k: v for k, v in lsp_init(root).items() if k != "_cwd"})
         elapsed = time.perf_counter() - started
         await connection.notify("initialized", {})
+        if server.ready is not None:
+            await connection.request(server.ready, {})
         await asyncio.sleep(1.0)
         return elapsed, rss_mib(process.pid)
 
 
-async def cold_start_figures(peers: Peers, runs: int) -> dict[str, list[tuple[float, float]]]:
+async def cold_start_figures(peers: Peers, trees: list[Tree], runs: int
+                             ) -> dict[str, list[tuple[float, float]]]:
     root = workspace()
-    commands = {
-        "mini-agent": [sys.executable, "-m", "mini_agent"],
-        "minimal pygls": [sys.executable, "-c", MINIMAL_PYGLS],
-        "python-lsp-server": [peers.bin("pylsp")],
-        "jedi-language-server": [peers.bin("jedi-language-server")],
+    servers = {
+        **{tree.label: Server([sys.executable, "-m", "mini_agent"], daemon_env(tree), "agent/listTools")
+           for tree in trees},
+        "minimal pygls": Server([sys.executable, "-c", MINIMAL_PYGLS]),
+        "python-lsp-server": Server([peers.bin("pylsp")]),
+        "jedi-language-server": Server([peers.bin("jedi-language-server")]),
     }
-    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in servers}
     for _ in range(runs):  # interleaved, so a noisy moment hits every server alike
-        for name, command in commands.items():
-            figures[name].append(await cold_start(command, root))
+        for name, server in servers.items():
+            figures[name].append(await cold_start(server, root))
     return figures
 
 
-async def concurrency_figure(*, store: bool) -> tuple[float, float]:
-    """(wall seconds for all sessions, efficiency = ideal / wall)."""
+@contextlib.asynccontextmanager
+async def daemons(trees: list[Tree], latency: float, steps: int, *, store: bool = True
+                  ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """(the model's URL, a client per tree): a daemon of each tree with the `add` tool, against one
+    replayed model where each session calls `add` steps-1 times, then answers."""
     from mini_agent_client import AgentClient
 
-    async with model_server(LATENCY_S, CONCURRENT_STEPS) as base_url:
+    async with model_server(latency, steps) as base_url, contextlib.AsyncExitStack() as stack:
         options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"},
                    "store": {"enabled": store}}
-        async with AgentClient.spawn(root=workspace(), options=options, env=daemon_env()) as client:
+        clients = {}
+        for tree in trees:
+            clients[tree.label] = client = await stack.enter_async_context(
+                AgentClient.spawn(root=workspace(), options=options, env=daemon_env(tree)))
             await client.register_tool("bench_tools.py", function="add")
-            for _ in range(2):  # the first round warms up: tool hosts start on demand, imports, caches
-                sessions = [await client.start_session(f"Add up, {i}.") for i in range(CONCURRENT_SESSIONS)]
-                started = time.perf_counter()
-                runs = (client.call("agent/run", {"sessionId": s}) for s in sessions)
-                results = await asyncio.gather(*runs)
-                wall = time.perf_counter() - started
-                assert all(r["stopReason"] == "end_turn" and r["steps"] == CONCURRENT_STEPS for r in results)
-    return wall, CONCURRENT_STEPS * LATENCY_S / wall
+        yield base_url, clients
+
+
+def turns(clients: dict[str, Any], round_no: int) -> list[tuple[str, Any]]:
+    """The daemons in turn, the order reversed every other round: going first costs a few per cent
+    (two copies of one tree measured so)."""
+    order = list(clients.items())
+    return order[::-1] if round_no % 2 else order
+
+
+async def run_all(client: Any, count: int, steps: int) -> float:
+    """Start `count` sessions, run them all at once; the wall seconds of the runs."""
+    sessions = [await client.start_session(f"Add up, {i}.") for i in range(count)]
+    started = time.perf_counter()
+    results = await asyncio.gather(*(client.call("agent/run", {"sessionId": s}) for s in sessions))
+    wall = time.perf_counter() - started
+    assert all(r["stopReason"] == "end_turn" and r["steps"] == steps for r in results), results[0]
+    return wall
+
+
+async def concurrency_figures(trees: list[Tree], rounds: int, *, store: bool
+                              ) -> dict[str, tuple[float, float]]:
+    """For each tree: (median wall seconds of a round, efficiency = ideal / that wall); the trees take
+    turns round by round, after a warm-up round each (tool hosts start on demand, imports, caches)."""
+    walls: dict[str, list[float]] = {tree.label: [] for tree in trees}
+    async with daemons(trees, LATENCY_S, CONCURRENT_STEPS, store=store) as (_, clients):
+        for round_no in range(rounds + 1):
+            for label, client in turns(clients, round_no):
+                wall = await run_all(client, CONCURRENT_SESSIONS, CONCURRENT_STEPS)
+                if round_no:
+                    walls[label].append(wall)
+    ideal = CONCURRENT_STEPS * LATENCY_S
+    return {label: (statistics.median(w), ideal / statistics.median(w)) for label, w in walls.items()}
+
+
+async def capacity_figures(trees: list[Tree], rounds: int) -> dict[str, dict[int, float]]:
+    """For each tree, steps per second of one daemon (store on) with n sessions at once, model
+    without latency: the median of `rounds`, the trees taking turns."""
+    rates: dict[str, dict[int, list[float]]] = {t.label: {n: [] for n in CAPACITY_SESSIONS} for t in trees}
+    async with daemons(trees, 0.0, EPISODE_STEPS) as (_, clients):
+        for client in clients.values():
+            await run_all(client, 8, EPISODE_STEPS)  # warm-up
+        for round_no in range(rounds):
+            for n in CAPACITY_SESSIONS:
+                for label, client in turns(clients, round_no):
+                    rates[label][n].append(n * EPISODE_STEPS / await run_all(client, n, EPISODE_STEPS))
+    return {label: {n: statistics.median(r) for n, r in by_n.items()} for label, by_n in rates.items()}
+
+
+async def idle_memory_figures(trees: list[Tree]) -> dict[str, tuple[float, float, float]]:
+    """For each tree: (RSS MiB once warmed up, KiB per session started and left, KiB per session run
+    to its end), store on. Sessions run in batches of the warm-up's size, so that what a batch needs
+    while it runs is there before the first reading; each RSS is read after a second of quiet."""
+    async def settled_rss(client: Any) -> float:
+        await asyncio.sleep(1.0)
+        return rss_mib(client.process.pid)
+
+    figures = {}
+    async with daemons(trees, 0.0, IDLE_STEPS) as (_, clients):
+        for label, client in clients.items():
+            for _ in range(2):  # warm-up: imports, the tool host, caches, a batch's buffers
+                await run_all(client, IDLE_BATCH, IDLE_STEPS)
+            base = await settled_rss(client)
+            for i in range(IDLE_SESSIONS):
+                await client.start_session(f"Left alone, {i}.")
+            started = await settled_rss(client)
+            for _ in range(IDLE_SESSIONS // IDLE_BATCH):
+                await run_all(client, IDLE_BATCH, IDLE_STEPS)
+            finished = await settled_rss(client)
+            per = 1024 / IDLE_SESSIONS
+            figures[label] = base, (started - base) * per, (finished - started) * per
+    return figures
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -468,62 +580,89 @@ def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-async def measure(peers: Peers, quick: bool) -> str:
-    episodes, count, runs = (3, 100, 3) if quick else (10, 500, 7)
+async def measure(peers: Peers, quick: bool, baseline: Tree | None) -> str:
+    episodes, count, runs, rounds = (4, 100, 3, 2) if quick else (20, 500, 7, 4)
+    trees = [THIS] if baseline is None else [THIS, baseline]
     sections = [f"# mini-agent vs peers\n\n{machine()}\n- peers: " +
                 ", ".join(f"{k} {v}" for k, v in peers.versions.items())]
+    if baseline is not None:
+        sections[0] += f"\n- {baseline.label}: the checkout at `{baseline.root}`, measured in the same run"
 
     print("per-step overhead …", file=sys.stderr)
-    ours, bare = await per_step_mini_agent(episodes, store=True)
-    ours_no_store, bare_no_store = await per_step_mini_agent(episodes, store=False)
+    steps = {(label, store): figures for store in (True, False)
+             for label, figures in (await per_step_mini_agent(trees, episodes, store=store)).items()}
     langchain = per_step_peer(peers, "langchain", episodes)
     smol = per_step_peer(peers, "smolagents", episodes)
     title = "## 1. Overhead per agent step (20-step scripted episode, median ms per step)"
     sections.append(f"{title}\n\n" + table(
         ["system", "ms / step", "of which the model server could account for (a bare request, ms)"],
-        [["mini-agent: whole daemon over stdio, store on (the default)", ms(ours), ms(bare)],
-         ["mini-agent: whole daemon over stdio, store off", ms(ours_no_store), ms(bare_no_store)],
+        [*([f"{label}: whole daemon over stdio, store {'on (the default)' if store else 'off'}", ms(ours),
+            ms(bare)] for (label, store), (ours, bare) in steps.items()),
          [f"LangChain {peers.versions['langchain']} `create_agent`, in process, fake model", ms(langchain),
           "—"],
          [f"smolagents {peers.versions['smolagents']} `ToolCallingAgent`, in process, fake model", ms(smol),
           "—"]]))
 
     print("listTools round trips …", file=sys.stderr)
-    trips = await list_tools_figures(peers, count)
+    trips = await list_tools_figures(peers, trees, count)
     sections.append("## 2. Tool listing round trip (median µs, sequential requests)\n\n" + table(
         ["server", "µs"], [[name, us(values)] for name, values in trips.items()]))
 
     print("cold starts …", file=sys.stderr)
-    starts = await cold_start_figures(peers, runs)
+    starts = await cold_start_figures(peers, trees, runs)
     sections.append("## 3. Cold start (spawn → `initialize` answered) and idle RSS (median)\n\n" + table(
         ["server", "cold start ms", "idle RSS MiB"],
         [[name, ms([s for s, _ in values]), f"{statistics.median(r for _, r in values):.1f}"]
          for name, values in starts.items()]))
 
     print("concurrency …", file=sys.stderr)
-    wall, efficiency = await concurrency_figure(store=True)
-    wall_no_store, efficiency_no_store = await concurrency_figure(store=False)
+    concurrency = {(label, store): figures for store in (True, False)
+                   for label, figures in (await concurrency_figures(trees, rounds, store=store)).items()}
     ideal = f"{CONCURRENT_STEPS * LATENCY_S:.2f}"
     sections.append(
         f"## 4. {CONCURRENT_SESSIONS} concurrent sessions × {CONCURRENT_STEPS} steps, model latency "
-        f"{LATENCY_S * 1e3:.0f} ms (second round: the first warms up)\n\n" + table(
+        f"{LATENCY_S * 1e3:.0f} ms (median of {rounds} rounds after a warm-up round)\n\n" + table(
             ["system", "wall s", "ideal s", "efficiency"],
-            [["mini-agent, store on (the default)", f"{wall:.2f}", ideal, f"{efficiency:.0%}"],
-             ["mini-agent, store off", f"{wall_no_store:.2f}", ideal, f"{efficiency_no_store:.0%}"]]))
+            [[f"{label}, store {'on (the default)' if store else 'off'}", f"{wall:.2f}", ideal,
+              f"{efficiency:.0%}"] for (label, store), (wall, efficiency) in concurrency.items()]))
 
+    print("capacity …", file=sys.stderr)
+    capacity = await capacity_figures(trees, rounds)
+    sections.append(
+        f"## 5. Capacity: steps per second of one daemon, store on, model without latency "
+        f"({EPISODE_STEPS}-step sessions, all started at once; median of {rounds} rounds)\n\n" + table(
+            ["system", *(f"{n} session{'s' if n > 1 else ''}" for n in CAPACITY_SESSIONS)],
+            [[label, *(f"{figures[n]:.0f}" for n in CAPACITY_SESSIONS)]
+             for label, figures in capacity.items()]))
+
+    print("memory per idle session …", file=sys.stderr)
+    memory = await idle_memory_figures(trees)
+    sections.append(
+        f"## 6. Memory per idle session (store on; RSS growth over {IDLE_SESSIONS} sessions, run in "
+        f"batches of {IDLE_BATCH}; read after a second of quiet)\n\n" + table(
+            ["system", "RSS after warm-up MiB", "KiB per session started and left",
+             f"KiB per session run to its end ({IDLE_STEPS} steps)"],
+            [[label, f"{base:.1f}", f"{started:.0f}", f"{finished:.0f}"]
+             for label, (base, started, finished) in memory.items()]))
+
+    ours, _ = steps[THIS.label, True]
     ours_step, lc_step = statistics.median(ours), statistics.median(langchain)
-    no_store_step = statistics.median(ours_no_store)
+    no_store_step = statistics.median(steps[THIS.label, False][0])
     pygls_start = statistics.median(s for s, _ in starts["minimal pygls"])
-    ours_start = statistics.median(s for s, _ in starts["mini-agent"])
-    ours_rss = statistics.median(r for _, r in starts["mini-agent"])
+    ours_start = statistics.median(s for s, _ in starts[THIS.label])
+    ours_rss = statistics.median(r for _, r in starts[THIS.label])
+    efficiency, efficiency_no_store = concurrency[THIS.label, True][1], concurrency[THIS.label, False][1]
     targets = [
-        ["per-step overhead below LangChain's", f"{ours_step * 1e3:.2f} vs {lc_step * 1e3:.2f} ms "
-         f"(store off: {no_store_step * 1e3:.2f})", _met(ours_step < lc_step)],
-        ["cold start within 10 % of minimal pygls", f"{ours_start * 1e3:.0f} vs {pygls_start * 1e3:.0f} ms "
-         f"({(ours_start / pygls_start - 1) * 100:+.0f} %)", _met(ours_start <= pygls_start * 1.10)],
-        ["idle RSS under 60 MiB", f"{ours_rss:.1f} MiB", _met(ours_rss < 60)],
-        ["concurrency efficiency ≥ 90 %", f"{efficiency:.0%} (store off: {efficiency_no_store:.0%})",
-         _met(efficiency >= 0.90)],
+        ["per-step overhead (store on) at most LangChain's",
+         f"{ours_step * 1e3:.2f} vs {lc_step * 1e3:.2f} ms (store off: {no_store_step * 1e3:.2f})",
+         _met(ours_step <= lc_step)],
+        ["cold start at most the minimal pygls server's",
+         f"{ours_start * 1e3:.0f} vs {pygls_start * 1e3:.0f} ms "
+         f"({(ours_start / pygls_start - 1) * 100:+.0f} %)",
+         _met(ours_start <= pygls_start)],
+        ["idle RSS at most 60 MiB", f"{ours_rss:.1f} MiB", _met(ours_rss <= 60)],
+        ["concurrency efficiency (store on) ≥ 90 %",
+         f"{efficiency:.0%} (store off: {efficiency_no_store:.0%})", _met(efficiency >= 0.90)],
     ]
     sections.append("## Targets\n\n" + table(["target", "measured", "met"], targets))
     return "\n\n".join(sections) + "\n"
@@ -536,6 +675,9 @@ def _met(ok: bool) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--baseline", type=Path, metavar="TREE",
+                        help="another checkout of mini-agent to measure side by side (labelled with its "
+                             "folder name)")
     parser.add_argument("--role", choices=sorted(ROLES), help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=EPISODE_STEPS, help=argparse.SUPPRESS)
@@ -549,7 +691,8 @@ def main() -> int:
         print("needs Linux (/proc, uname)", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    report = asyncio.run(measure(ensure_peers(), args.quick))
+    baseline = Tree(f"baseline ({args.baseline.name})", args.baseline.resolve()) if args.baseline else None
+    report = asyncio.run(measure(ensure_peers(), args.quick, baseline))
     report += f"\n(whole run: {time.perf_counter() - started:.0f} s; load average at the end: {_load()})\n"
     print(report)
     (HERE / "RESULTS.md").write_text(report)

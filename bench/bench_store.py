@@ -50,7 +50,7 @@ class Model:
         self.calls = 0
 
     async def generate(self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: LLMConfig,
-                       on_text: TextSink | None = None) -> LLMResponse:
+                       on_text: TextSink | None = None, **_: object) -> LLMResponse:
         self.calls += 1
         arguments = {"path": f"src/{self.calls}.py"}
         call = ToolCall(f"c{self.calls}", "tool_0", arguments, json.dumps(arguments))

@@ -70,3 +70,24 @@ async def test_an_http_error_carries_the_servers_own_message(daemon_factory: Cal
     assert result["error"].startswith(f"The model server at {model.base_url} could not be used: ")
     assert "HTTP 404: The model 'gpt-9' does not exist" in result["error"]
     assert "check the base URL" in result["error"]
+
+
+@pytest.mark.asyncio
+async def test_a_retry_is_announced_before_it_waits(daemon_factory: Callable[..., Any]) -> None:
+    """A person sees why nothing happens while the daemon waits to ask an overloaded server again."""
+    script = {"turns": [{"status": 503, "error": "the model is still loading", "retry_after": 0.2},
+                        {"content": "Thought: done\nFinal Answer: ready"}]}
+    async with ReplayServer(script) as model:
+        client = await daemon_factory({"llm": {"baseUrl": model.base_url, "maxRetries": 2},
+                                       "store": {"enabled": False}})
+        session_id = (await client.request("agent/startSession", {"task": "hello"}))["sessionId"]
+        async with asyncio.timeout(HANG_GUARD_S):
+            result = await client.request("agent/step", {"sessionId": session_id})
+    assert result["finalAnswer"] == "ready"
+    notices = [u["update"]["message"] for u in client.updates
+               if u["update"]["kind"] == "status" and u["update"].get("message")]
+    assert notices == [
+        f"The model server at {model.base_url} could not be used: it answered HTTP 503: the model is still "
+        "loading; "
+        "trying again in 0.2 s (try 2 of 3)."
+    ]

@@ -60,6 +60,7 @@ class ScriptedModel:
         tools: Sequence[ToolSpec],
         config: LLMConfig,
         on_text: TextSink | None = None,
+        **_: object,
     ) -> LLMResponse:
         self.seen.append(list(messages))
         if self.delay:

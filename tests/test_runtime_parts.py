@@ -60,6 +60,7 @@ class MemoryStore:
         self.checkpoints: list[AgentSession] = []
         self.leases: dict[str, str] = {}
         self.heartbeats = 0
+        self.forgotten: list[str] = []
 
     def save(self, session: AgentSession) -> None:
         snapshot = copy.deepcopy(session)
@@ -89,6 +90,9 @@ class MemoryStore:
             return False
         del self.leases[session_id]
         return True
+
+    def forget(self, session_id: str) -> None:
+        self.forgotten.append(session_id)
 
 
 def runtime_with(
@@ -279,6 +283,30 @@ async def test_a_long_step_on_one_host_is_not_taken_over_from_another(tmp_path: 
     finally:
         here.close()
         there.close()
+
+
+@pytest.mark.asyncio
+async def test_a_finished_session_is_let_go_and_read_back_from_the_store(tmp_path: Path) -> None:
+    """A daemon that runs thousands of sessions must not hold them all: with a store, a finished one
+    leaves memory (the store's marks included) and comes back whole when asked for."""
+    store = SqliteStore(tmp_path / "sessions.db")
+    model = ScriptedModel(action(call("echo", 1, text="a")), answer("done"), answer("still here"))
+    runtime = AgentRuntime(model, Tools(ECHO), store=store)
+    try:
+        done = runtime.start_session("t").session_id
+        waiting = runtime.start_session("u").session_id
+        summary = await runtime.run(done)
+        assert [s.session_id for s in runtime.sessions()] == [waiting]  # the idle, unfinished one stays
+        assert done not in store._written
+        again = runtime.get(done)
+        assert again is not summary.session
+        assert wire.session_full(again) == wire.session_full(summary.session)
+        assert [s.session_id for s in runtime.sessions()] == [waiting]  # reading it back does not keep it
+        with pytest.raises(SessionFinished):
+            await runtime.step(done)
+        assert (await runtime.run(waiting)).session.final_answer == "still here"
+    finally:
+        store.close()
 
 
 # -- resume after each checkpoint ------------------------------------------------------------------

@@ -298,7 +298,7 @@ class Model:
         self.replies = replies
 
     async def generate(self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: LLMConfig,
-                       on_text: TextSink | None = None) -> LLMResponse:
+                       on_text: TextSink | None = None, **_: object) -> LLMResponse:
         return self.replies.pop(0)
 
 
@@ -332,7 +332,7 @@ from mini_agent.store import SqliteStore
 NOTE = ToolSpec("write_note", "Write.", {"type": "object", "properties": {}})
 
 class Model:
-    async def generate(self, messages, tools, config, on_text=None):
+    async def generate(self, messages, tools, config, on_text=None, **_):
         return LLMResponse("Action: write_note", tool_calls=(ToolCall("c1", "write_note", {}),))
 
 class Tools:

@@ -1,5 +1,5 @@
 """`python -m mini_agent` serves the daemon on stdio."""
 
-from .server import main
+from .boot import main
 
 main()

@@ -1,6 +1,8 @@
 """The session book: which sessions this daemon holds, whether they are current, and who may step them.
 
-Sessions are cached here and re-read when another daemon wrote them since; a session is stepped by one
+Sessions are cached here and re-read when another daemon wrote them since; with a store, a finished
+session it holds whole is not kept (a daemon that runs thousands would hold them all), and is read
+back when asked for. A session is stepped by one
 flight in this daemon and under one lease in the store, which a heartbeat keeps fresh while it runs.
 Checkpoints are best effort: a store that fails (disk full) leaves the newest state here, marked
 unsaved, and the next save that works writes it all.
@@ -49,9 +51,18 @@ class SessionBook:
             loaded = store.load(session_id)
             if loaded is not None:
                 session = self._sessions[session_id] = loaded
+                self._settle(loaded)
         if session is None:
             raise UnknownSession(session_id)
         return session
+
+    def _settle(self, session: AgentSession) -> None:
+        """Let go of a finished session the store holds as it is here, not being stepped."""
+        sid = session.session_id
+        if self.store is None or not session.finished or sid in self._flights or sid in self.unsaved:
+            return
+        self._sessions.pop(sid, None)
+        self.store.forget(sid)
 
     def held(self) -> list[AgentSession]:
         return list(self._sessions.values())
@@ -128,6 +139,7 @@ class SessionBook:
                 await asyncio.gather(beating, return_exceptions=True)
             del self._flights[session_id]
             self.release(session_id)
+            self._settle(session)
 
     async def _heartbeat(self) -> None:
         """Refresh this daemon's leases well within the stale-after time, for as long as a step runs."""

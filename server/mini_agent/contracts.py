@@ -218,3 +218,4 @@ class LLMError(Exception):
 
 
 TextSink = Callable[[str], None]
+NoticeSink = Callable[[str], None]  # one line for a person, e.g. "retrying the model server in 2 s"

@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from .contracts import LLMConfig, LLMResponse, Message, Observation, TextSink, ToolCall, ToolSpec
+from .contracts import (
+    LLMConfig,
+    LLMResponse,
+    Message,
+    NoticeSink,
+    Observation,
+    TextSink,
+    ToolCall,
+    ToolSpec,
+)
 from .session import AgentSession, Decision
 
 
@@ -20,6 +29,8 @@ class LLMClient(Protocol):
         tools: Sequence[ToolSpec],
         config: LLMConfig,
         on_text: TextSink | None = None,
+        *,
+        on_retry: NoticeSink | None = None,
     ) -> LLMResponse: ...
 
 
@@ -40,7 +51,8 @@ class ToolExecutor(Protocol):
 class SessionStore(Protocol):
     """Durable sessions. `save` is called at every checkpoint and must write only what changed; a
     lease keeps two daemons from stepping one session at once, and `heartbeat` keeps it fresh for
-    daemons on other hosts, which can only judge it by age (`lease_stale_after` seconds)."""
+    daemons on other hosts, which can only judge it by age (`lease_stale_after` seconds). The runtime
+    lets go of finished sessions; `forget` tells the store to drop its memory of one (not its rows)."""
 
     lease_stale_after: float
 
@@ -55,6 +67,8 @@ class SessionStore(Protocol):
     def heartbeat(self, owner: str) -> int: ...
 
     def release(self, session_id: str, owner: str) -> bool: ...
+
+    def forget(self, session_id: str) -> None: ...
 
 
 class Approver(Protocol):

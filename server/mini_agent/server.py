@@ -8,9 +8,8 @@ agent request arrives, so `initialize` is answered as fast as a bare pygls serve
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-import os
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
@@ -35,13 +34,15 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from . import __version__
-from .contracts import TOOL_MODES
+from .boot import METHODS as METHODS  # the methods tests and clients look up here
+from .boot import agent_capabilities
 from .progress import cancellable, progress, server_token
 
 if TYPE_CHECKING:
     from cattrs import Converter
 
     from .daemon import Daemon
+    from .framing import Readable
     from .params import (
         ApproveParams,
         ListSessionsParams,
@@ -58,24 +59,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mini_agent")
 T = TypeVar("T")
 
-PROTOCOL_VERSION = 1
-METHODS = (
-    "agent/registerTool",
-    "agent/unregisterTool",
-    "agent/listTools",
-    "agent/startSession",
-    "agent/step",
-    "agent/run",
-    "agent/cancel",
-    "agent/approve",
-    "agent/listSessions",
-    "agent/getSession",
-    "agent/getObservation",
-    "agent/resumeSession",
-    "agent/loadSession",
-    "agent/deleteSession",
-    "agent/trustWorkspace",
-)
 
 
 class _Rejected:
@@ -123,23 +106,36 @@ class AgentProtocol(LanguageServerProtocol):
         else:
             self._send_response(msg_id, error=error.to_response_error())
 
+    answered_early: Any = None  # the id of the initialize that boot.py already answered
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if msg_id is not None and msg_id == self.answered_early:
+            self.answered_early = None
+            if error is not None:  # lsprotocol refused what boot.py's plainer checks let through
+                log.error("initialize was answered early, but pygls refused it: %s", error.message)
+            return
+        super()._send_response(msg_id, result, error)
+
     def notify_json(self, method: str, params: dict[str, Any]) -> None:
-        """A notification whose params are already plain JSON: skips pygls' attrs/cattrs round trip,
-        which costs more than everything else on the streaming path."""
-        self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+        """A notification whose params are already plain JSON, framed here: pygls' attrs/cattrs
+        round trip and its per-message logging cost more than the rest of a step's notifications.
+        Anything that is not plain JSON after all goes pygls' way."""
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        try:
+            body = json.dumps(message).encode()
+        except (TypeError, ValueError):
+            body = b""
+        if not body or self.writer is None:  # pygls reports a missing writer
+            self._send_data(message)
+            return
+        if self._include_headers:
+            body = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        self.writer.write(body)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {
-            "agent": {
-                "protocolVersion": PROTOCOL_VERSION,
-                "methods": list(METHODS),
-                "notifications": ["agent/update", "agent/toolsChanged"],
-                "serverRequests": ["agent/requestPermission", "agent/executeTool"],
-                "toolModes": list(TOOL_MODES),
-            }
-        }
+        result.capabilities.experimental = {"agent": agent_capabilities()}
         return result
 
 
@@ -451,19 +447,10 @@ async def _reload(ls: AgentServer, uri: str) -> None:
         ls.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"reload {path}: {exc}"))
 
 
-def main(*, ndjson: bool = False) -> None:
-    """Serve on stdio (LSP framing, or one JSON message per line with `ndjson`).
-
-    fd 1 is moved to stderr first: only protocol frames may reach the real stdout.
-    """
-    wire_out = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
-        format="[mini-agent] %(levelname)s %(name)s: %(message)s",
-    )
+def serve(stdin: Readable, stdout: BinaryIO, *, ndjson: bool, answered: Any = None) -> None:
+    """pygls' `start_io`, with our reader (bounded frames, errors answered) and a quiet end of input;
+    `answered` is the id of an initialize already answered (boot.py), whose answer pygls must not repeat."""
+    from . import framing
     from .redact import install
 
     install(logging.getLogger())
@@ -471,23 +458,20 @@ def main(*, ndjson: bool = False) -> None:
     logging.getLogger("pygls").setLevel(
         logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL
     )
-    _serve(sys.stdin.buffer, wire_out, ndjson=ndjson)
-
-
-def _serve(stdin: BinaryIO, stdout: BinaryIO, *, ndjson: bool) -> None:
-    """pygls' `start_io`, with our reader (bounded frames, errors answered) and a quiet end of input."""
-    from . import framing
 
     stop = threading.Event()
     server._stop_event = stop  # JsonRPCServer.shutdown() sets it, as with start_io
-    server.protocol.set_writer(framing.SafeWriter(stdout, newline=ndjson), include_headers=not ndjson)
+    writer = framing.SafeWriter(stdout, newline=ndjson)
+    server.protocol.set_writer(writer, include_headers=not ndjson)
     source = framing.Source(stdin, server.thread_pool)
     read = framing.read_lines if ndjson else framing.read_frames
     assert isinstance(server.protocol, AgentProtocol)
+    server.protocol.answered_early = answered
     try:
         protocol, report = server.protocol, server.report_server_error
         asyncio.run(framing.serve(stop, read, source, protocol, report, server.close_daemon))
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
+        writer.flush()  # what the last turn of the loop wrote
         server.shutdown()  # type: ignore[no-untyped-call]

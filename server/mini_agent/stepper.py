@@ -121,13 +121,17 @@ class Stepper:
         def on_text(delta: str) -> None:
             self._emit(ThoughtChunk(sid, index, delta))
 
+        def on_retry(message: str) -> None:
+            self._emit(StatusChanged(sid, index, session.status, message=message))
+
         llm_config = replace(session.config.llm, api_key=self._api_key(session))
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await race(flight, self._context.prepare(session, index, llm_config, force=force))
+            reply = self._llm.generate(
+                request.messages, request.tools, request.config, on_text, on_retry=on_retry
+            )
             try:
-                response = await race(
-                    flight, self._llm.generate(request.messages, request.tools, request.config, on_text)
-                )
+                response = await race(flight, reply)
                 break
             except LLMError as exc:
                 if not exc.context_overflow:

@@ -269,6 +269,11 @@ class SqliteStore:
         self._remember(session, _header(session), _digest(steps[-1]) if steps else b"", version)
         return session
 
+    def forget(self, session_id: str) -> None:
+        """Drop the session's mark (what was written): its next save writes it whole."""
+        with self._lock:
+            self._written.pop(session_id, None)
+
     def delete(self, session_id: str) -> bool:
         with self._transaction(f"deleting session {session_id}") as conn:
             for table in ("messages", "steps", "leases"):

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.json = getattr(args, "json", False)
     if args.command == "serve":
-        from mini_agent.server import main as serve
+        from mini_agent.boot import main as serve
 
         if args.ndjson:
             serve(ndjson=True)

@@ -12,20 +12,17 @@ gets is identical whether or not it streamed and wherever the network split it.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import random
-import re
-import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from ..contracts import (
     LLMConfig,
-    LLMError,
     LLMResponse,
     Message,
+    NoticeSink,
     Role,
     TextSink,
     ToolCall,
@@ -33,15 +30,24 @@ from ..contracts import (
     ToolSpec,
 )
 from . import jsonmode, react
+from .failures import (
+    ERROR_BODY_LIMIT,
+    ON_RETRY,
+    REPOINT,
+    HTTPStatusError,
+    describe,
+    describe_status,
+    failure,
+    notice_retry,
+    parse_retry_after,
+)
 from .replies import (
-    BODY_SNIPPET,
     BadReply,
     Completion,
     OverLimit,
     RawCall,
     Sink,
     StreamCut,
-    error_text,
     read_bounded,
     read_prefix,
     read_stream,
@@ -50,42 +56,8 @@ from .replies import (
 from .transport import AiohttpTransport, Transport, TransportError
 from .window import overflow
 
-# Words in an error body that say the server cannot take the `tools` field.
-_TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)
-# ... that it cannot take this `response_format` (llama-cpp-python 0.3.36 says so with HTTP 500).
-_FORMAT_REFUSAL = re.compile(r"response_format|json_schema", re.IGNORECASE)
 # What auto mode tries, in order; a server that refuses one is asked in the next, and that is remembered.
 _AUTO_ORDER: tuple[ToolMode, ...] = ("native", "json", "react")
-_ERROR_BODY_LIMIT = 64 * 1024  # of an error page: enough for the server's own message
-_REPOINT = (
-    " Start the model server, or point mini-agent at a running one: set OPENAI_BASE_URL, pass"
-    " --base-url to the CLI, or change the editor's base URL setting (miniAgent.baseUrl in VS Code,"
-    " llm.baseUrl in Neovim)."
-)
-
-
-class _HTTPStatusError(Exception):
-    def __init__(self, status: int, body: str, retry_after: float | None) -> None:
-        super().__init__(f"HTTP {status}: {body[:BODY_SNIPPET]}")
-        self.status = status
-        self.body = body
-        self.retry_after = retry_after
-
-    @property
-    def retryable(self) -> bool:
-        return self.status == 429 or self.status >= 500
-
-    @property
-    def refuses_tools(self) -> bool:
-        if self.status == 429:
-            return False
-        return self.status in (400, 422) or bool(_TOOLS_REFUSAL.search(self.body))
-
-    @property
-    def refuses_format(self) -> bool:
-        if self.status == 429:
-            return False
-        return self.status in (400, 422) or bool(_FORMAT_REFUSAL.search(self.body))
 
 
 class _Refused(Exception):
@@ -138,6 +110,21 @@ class OpenAICompatibleClient:
         tools: Sequence[ToolSpec],
         config: LLMConfig,
         on_text: TextSink | None = None,
+        *,
+        on_retry: NoticeSink | None = None,
+    ) -> LLMResponse:
+        token = ON_RETRY.set(on_retry)
+        try:
+            return await self._generate(messages, tools, config, on_text)
+        finally:
+            ON_RETRY.reset(token)
+
+    async def _generate(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        config: LLMConfig,
+        on_text: TextSink | None,
     ) -> LLMResponse:
         if config.tool_mode != "auto":
             return await self._in_mode(config.tool_mode, messages, tools, config, on_text, fallback=False)
@@ -275,7 +262,7 @@ class OpenAICompatibleClient:
                 f"the request took more than {config.request_timeout_sec:g} s in all and was abandoned "
                 "(llm.requestTimeoutSec; raise it for a slow model)"
             )
-            raise _failure(config, why) from exc
+            raise failure(config, why) from exc
 
     async def _tries(
         self,
@@ -292,27 +279,30 @@ class OpenAICompatibleClient:
             last_try = attempt == config.max_retries
             try:
                 return await self._attempt(url, body, config, sink, stops)
-            except _HTTPStatusError as exc:
+            except HTTPStatusError as exc:
                 too_long, window = overflow(exc.status, exc.body)
                 if too_long:  # not a refusal of `tools`, and no retry will make it fit
-                    error = _failure(config, _describe_status(exc), attempt, exc.status)
+                    error = failure(config, describe_status(exc), attempt, exc.status)
                     error.context_overflow, error.context_window = True, window
                     raise error from exc
                 if fallback and "tools" in payload and exc.refuses_tools:
                     raise _ToolsRejected from exc
                 if fallback and "response_format" in payload and exc.refuses_format:
                     raise _FormatRejected from exc
+                what = describe_status(exc)
                 if last_try or not exc.retryable:
-                    raise _failure(config, _describe_status(exc), attempt, exc.status) from exc
+                    raise failure(config, what, attempt, exc.status) from exc
                 delay = self._delay(attempt, exc.retry_after)
             except (BadReply, OverLimit) as exc:
-                raise _failure(config, str(exc), attempt) from exc
+                raise failure(config, str(exc), attempt) from exc
             except (TransportError, TimeoutError, StreamCut) as exc:
+                what = describe(exc, config)
                 refused_nearby = isinstance(exc, TransportError) and exc.refused_nearby
                 if last_try or sink.used or refused_nearby:
-                    advice = _REPOINT if isinstance(exc, TransportError) and exc.unreachable else ""
-                    raise _failure(config, _describe(exc, config), attempt, advice=advice) from exc
+                    advice = REPOINT if isinstance(exc, TransportError) and exc.unreachable else ""
+                    raise failure(config, what, attempt, advice=advice) from exc
                 delay = self._delay(attempt, None)
+            notice_retry(config, what, delay, attempt)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last try always returns or raises")
 
@@ -324,8 +314,8 @@ class OpenAICompatibleClient:
             headers["Authorization"] = f"Bearer {config.api_key}"
         async with self._transport.post(url, body, headers, config.timeout_sec) as resp:
             if resp.status >= 400:
-                text = (await read_prefix(resp, _ERROR_BODY_LIMIT)).decode(errors="replace")
-                raise _HTTPStatusError(resp.status, text, _retry_after(resp.headers.get("Retry-After")))
+                text = (await read_prefix(resp, ERROR_BODY_LIMIT)).decode(errors="replace")
+                raise HTTPStatusError(resp.status, text, parse_retry_after(resp.headers.get("Retry-After")))
             if resp.content_type == "text/event-stream":
                 return await read_stream(resp, sink, stops, config)
             raw = await read_bounded(resp, config.max_reply_bytes)
@@ -420,58 +410,6 @@ def _payload(config: LLMConfig, messages: list[dict[str, Any]]) -> dict[str, Any
     if config.stream:
         payload["stream_options"] = {"include_usage": True}
     return payload
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a `Retry-After` header: a number, or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _describe(exc: BaseException, config: LLMConfig) -> str:
-    """What went wrong on the way to the server, in words."""
-    phase = "reading" if isinstance(exc, TimeoutError) else None
-    if isinstance(exc, TransportError):
-        phase = exc.phase
-    if phase is not None:
-        return (
-            f"no answer within {config.timeout_sec:g} s while {phase} "
-            "(llm.timeoutSec; the server may be overloaded, or still loading the model)"
-        )
-    return str(exc)
-
-
-def _describe_status(exc: _HTTPStatusError) -> str:
-    """The status with the server's own message (the `error.message` of an OpenAI-style body)."""
-    try:
-        said = error_text(json.loads(exc.body)["error"])
-    except (ValueError, KeyError, TypeError):
-        said = exc.body.strip()
-    said = " ".join(said.split())[:BODY_SNIPPET]
-    hint = ""
-    if exc.status in (401, 403):
-        hint = " (check the API key: OPENAI_API_KEY or llm.apiKey)"
-    elif exc.status == 404:
-        hint = " (check the base URL, which usually ends in /v1, and the model name)"
-    return f"it answered HTTP {exc.status}" + (f": {said}" if said else "") + hint
-
-
-def _failure(
-    config: LLMConfig, reason: str, attempt: int = 0, status: int | None = None, *, advice: str = ""
-) -> LLMError:
-    """One message a person can act on: which server, what happened, and what to change."""
-    tries = f" (gave up after {attempt + 1} tries)" if attempt else ""
-    message = f"The model server at {config.base_url} could not be used: {reason}{tries}."
-    return LLMError(message + advice, url=config.base_url.rstrip("/") + "/chat/completions", status=status)
 
 
 def _new_call_id() -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
+if TYPE_CHECKING:
+    import mcp_types as types
 
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
@@ -69,6 +70,8 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 def result_text(result: types.CallToolResult) -> str:
     """One observation text: text blocks joined, other blocks as one line each, structured content as
     JSON unless a text block already carries the same value (servers often send both)."""
+    import mcp_types as types  # here, not at the top: the daemon starts without the MCP SDK
+
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, types.TextContent):

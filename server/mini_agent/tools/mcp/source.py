@@ -4,7 +4,8 @@ A server starts when a session first names it and is shared by every session tha
 configuration; it stops when the last of them lets go (and at shutdown). A server that cannot start
 or dies is reported to the sessions using it with its last stderr lines; the next call starts it
 again. Each connection lives in its own task because the SDK's transports and sessions are
-anyio context managers that must be entered and left in one task.
+anyio context managers that must be entered and left in one task. The SDK (`mcp`, `mcp_types`: some
+30 MiB and most of a second) is imported when the first server starts, not with the daemon.
 """
 
 from __future__ import annotations
@@ -18,15 +19,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
 from jsonschema import Draft202012Validator
-from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import MCPError
 
 from mini_agent import __version__
 from mini_agent.contracts import ToolCall, ToolSpec
@@ -36,6 +31,10 @@ from mini_agent.tools.mcp.convert import inline_refs, result_text, tool_name
 from mini_agent.tools.protocol import cap_text
 from mini_agent.tools.registry import RegistrationError
 from mini_agent.tools.validation import invalid_arguments
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
 
 log = logging.getLogger("mini_agent.mcp")
 
@@ -116,6 +115,9 @@ class _Connection:
         return "" if not self.stderr else "\nLast stderr lines:\n" + "\n".join(self.stderr)
 
     async def _run(self, ready: asyncio.Future[ClientSession]) -> None:
+        import mcp_types as types
+        from mcp.client.session import ClientSession
+
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
@@ -143,6 +145,10 @@ class _Connection:
 
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
         config = self.config
         if isinstance(config, HttpMcpServer):
             headers = {h.name: h.value for h in config.headers}
@@ -268,6 +274,9 @@ class McpSource:
     async def call(self, call: ToolCall, session_id: str, timeout: float) -> CallResult:
         tool = self._find(call.name)
         assert tool is not None  # the caller routes only our names here
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+
         problem = invalid_arguments(call.name, tool.validator, call.arguments, tool.spec.input_schema)
         if problem is not None:
             return CallResult(problem, True)
@@ -366,6 +375,8 @@ class McpSource:
         return changed
 
     async def _on_message(self, key: str, message: IncomingMessage) -> None:
+        import mcp_types as types
+
         if isinstance(message, types.ToolListChangedNotification):
             task = asyncio.create_task(self._relist(key))  # not inline: the SDK's reader awaits us
             self._background.add(task)
@@ -392,6 +403,8 @@ class McpSource:
 
 
 async def _list_tools(session: ClientSession) -> builtins.list[types.Tool]:
+    import mcp_types as types
+
     tools: builtins.list[types.Tool] = []
     cursor: str | None = None
     while True:
@@ -422,6 +435,8 @@ def _tool(key: str, config: McpServer, name: str, remote: types.Tool) -> _Tool:
 
 def _describe(exc: BaseException) -> str:
     """The innermost message of an (anyio-grouped) exception."""
+    from mcp.shared.exceptions import MCPError
+
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):

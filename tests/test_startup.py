@@ -1,0 +1,91 @@
+"""Start-up: `initialize` is answered before the protocol stack loads, with pygls' own answer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mini_agent_client.rpc import Connection
+
+from .conftest import DAEMON, daemon_env
+
+# An lsprotocol that waits for a gate file before it loads the real one: a daemon that needs it to
+# answer initialize cannot answer while the gate is shut.
+GATED_LSPROTOCOL = """
+import importlib, os, sys, time
+while not os.path.exists({gate!r}):
+    time.sleep(0.02)
+sys.path.remove({shim!r})
+del sys.modules["lsprotocol"]
+sys.modules["lsprotocol"] = importlib.import_module("lsprotocol")
+"""
+
+CLIENTS = {
+    "bare": {},
+    "editor-like": {
+        "general": {"positionEncodings": ["utf-32", "utf-16"]},
+        "textDocument": {"synchronization": {"willSave": True, "willSaveWaitUntil": True, "didSave": True},
+                         "rename": {"prepareSupport": True}},
+        "workspace": {"fileOperations": {"didCreate": True, "willRename": True}, "workspaceFolders": True},
+        "notebookDocument": {"synchronization": {"dynamicRegistration": True}},
+        "window": {"workDoneProgress": True},
+    },
+    "unknown encodings": {"general": {"positionEncodings": ["utf-7"]}},
+}
+
+
+@contextlib.asynccontextmanager
+async def daemon(root: Path, env: dict[str, str]) -> AsyncIterator[Connection]:
+    process = await asyncio.create_subprocess_exec(
+        *DAEMON, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, cwd=root
+    )
+    assert process.stdin is not None and process.stdout is not None
+    connection = Connection(process.stdout, process.stdin)
+    connection.start()
+    try:
+        yield connection
+    finally:
+        process.kill()
+        await process.wait()
+        await connection.close()
+
+
+def initialize_params(root: Path, capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": capabilities,
+            "initializationOptions": {"store": {"enabled": False}}}
+
+
+@pytest.mark.asyncio
+async def test_initialize_is_answered_before_lsprotocol_loads(workspace: Path, tmp_path: Path) -> None:
+    shim, gate = tmp_path / "shim", tmp_path / "gate"
+    (shim / "lsprotocol").mkdir(parents=True)
+    (shim / "lsprotocol" / "__init__.py").write_text(GATED_LSPROTOCOL.format(gate=str(gate), shim=str(shim)))
+    env = daemon_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(shim), env["PYTHONPATH"]])
+    async with daemon(workspace, env) as connection:
+        asked = connection.request("initialize", initialize_params(workspace, {}))
+        answer = await asyncio.wait_for(asked, 60)
+        assert answer["capabilities"]["experimental"]["agent"]["protocolVersion"] == 1
+        gate.touch()  # now the rest may load, and the daemon serves as usual
+        await connection.notify("initialized", {})
+        registered = await connection.request("agent/registerTool", {"path": "metrics.py"})
+        assert registered["tools"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+async def test_the_early_answer_is_the_answer_pygls_gives(client: str, workspace: Path) -> None:
+    params = initialize_params(workspace, CLIENTS[client])
+    async with daemon(workspace, daemon_env()) as connection:
+        early = await connection.request("initialize", params)
+    async with daemon(workspace, daemon_env()) as connection:
+        await connection.notify("$/setTrace", {"value": "off"})  # not initialize first: pygls answers it
+        from_pygls = await connection.request("initialize", params)
+        await connection.notify("initialized", {})
+        assert (await connection.request("agent/registerTool", {"path": "metrics.py"}))["tools"]
+    assert early == from_pygls
