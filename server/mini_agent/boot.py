@@ -34,6 +34,7 @@ METHODS = (
     "agent/approve",
     "agent/listSessions",
     "agent/getSession",
+    "agent/getObservation",
     "agent/resumeSession",
     "agent/loadSession",
     "agent/deleteSession",

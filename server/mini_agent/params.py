@@ -128,6 +128,10 @@ class SessionParams(Params):
     session_id: str = Field(min_length=1)
 
 
+class ObservationParams(SessionParams):
+    tool_call_id: str = Field(min_length=1)
+
+
 class ResumeParams(SessionParams):
     llm: LLMParams | None = None  # e.g. the model server moved since the session started
 
