@@ -57,7 +57,10 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     # a zombie has exited; only its parent has not reaped it yet
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:  # reaped between the two looks
+        return False
 
 
 def processes_mentioning(marker: str) -> list[int]:

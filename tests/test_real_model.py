@@ -93,7 +93,7 @@ class LlamaServer:
             self.process.wait()
 
 
-def start_llama(log_dir: Path, *, interrupt_requests: bool) -> LlamaServer:
+def start_llama(log_dir: Path, *, interrupt_requests: bool, n_ctx: int = 4096) -> LlamaServer:
     """llama.cpp's OpenAI-compatible server on a free port, ready to answer.
 
     `interrupt_requests` is the server's default: a new request cuts a running stream short.
@@ -101,7 +101,7 @@ def start_llama(log_dir: Path, *, interrupt_requests: bool) -> LlamaServer:
     port = free_port()
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()),
-        "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "4096",
+        "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", str(n_ctx),
         "--model_alias", MODEL_ALIAS,
     ]
     if not interrupt_requests:

@@ -35,6 +35,7 @@ METHODS = (
     "agent/approve",
     "agent/listSessions",
     "agent/getSession",
+    "agent/getObservation",
     "agent/resumeSession",
     "agent/loadSession",
     "agent/deleteSession",

@@ -43,6 +43,7 @@ class StopReason(StrEnum):
     MAX_TURN_REQUESTS = "max_turn_requests"
     CANCELLED = "cancelled"
     LOOP_DETECTED = "loop_detected"
+    MAX_TOKENS = "max_tokens"  # the request did not fit the model's context window, even compacted
     ERROR = "error"
 
 
@@ -70,6 +71,7 @@ class Observation:
     execution_time_ms: float = 0.0
     truncated: bool = False
     logs: str = ""  # what the tool printed to stdout/stderr while it ran
+    shown: str | None = None  # what the model was shown when `output` was cut to fit its window
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,31 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """Older turns replaced in the model's view of a session: the messages from index 2 (after the
+    system prompt and the task) up to `upto` are sent as `replacement`; the stored history keeps them."""
+
+    upto: int
+    replacement: tuple[Message, ...]
+    digested: int = 0  # observations shrunk to a one-line digest
+    summarised: int = 0  # messages the model summarised (0: the digests were enough)
+    before: int = 0  # the request's estimated tokens before and after
+    after: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)  # of the summary request, when there was one
+
+
+@dataclass(frozen=True, slots=True)
+class ContextUse:
+    """What one model request held of the window: its messages in the model's view, whether the
+    `read_observation` tool was offered, and the window it was fitted to."""
+
+    messages: int
+    reader: bool
+    size: int
+    tokens: int = 0  # the request's size as estimated before it was sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,15 +194,27 @@ class LLMConfig:
     request_timeout_sec: Annotated[float, Gt(0)] = 600.0  # the whole request, retries included
     # bytes read off one reply before it is refused
     max_reply_bytes: Annotated[int, Ge(1024)] = 8 * 1024 * 1024
+    # tokens the model server holds (prompt and reply); None: ask the server, else `budget.DEFAULT_WINDOW`
+    context_window: Annotated[int, Ge(512)] | None = None
 
 
 class LLMError(Exception):
     """The model server could not produce a completion (after any retries)."""
 
-    def __init__(self, message: str, *, url: str = "", status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str = "",
+        status: int | None = None,
+        context_overflow: bool = False,
+        context_window: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.url = url
         self.status = status
+        self.context_overflow = context_overflow  # the server refused the prompt as longer than its window
+        self.context_window = context_window  # that window, when its message said it
 
 
 TextSink = Callable[[str], None]

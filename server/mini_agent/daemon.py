@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from . import wire
+from .budget import find_observation
 from .contracts import LLMConfig, SessionStatus, ToolCall, ToolSpec
+from .errors import UnknownToolCall
 from .events import AgentEvent, StatusChanged, ThoughtChunk
 from .llm.client import OpenAICompatibleClient
+from .llm.window import ServerWindowProbe
 from .params import InitOptions, RegisterToolParams, StartSessionParams
 from .runtime import AgentRuntime
 from .session import AgentConfig, AgentSession, Decision
@@ -90,6 +93,7 @@ class Daemon:
             approver=self,
             store=self.store,
             keys=keys,
+            probe=ServerWindowProbe(),
         )
         self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
         self._thought_parts: dict[tuple[str, int], list[str]] = {}
@@ -264,6 +268,13 @@ class Daemon:
         self.runtime.forget(session_id)
         self._release_mcp(session_id)
         return self.store.delete(session_id) if self.store is not None else True
+
+    def observation(self, session_id: str, call_id: str) -> dict[str, Any]:
+        """A tool result whole: what the model was shown of it may have been cut to fit its window."""
+        found = find_observation(self.runtime.get(session_id), call_id)
+        if found is None:
+            raise UnknownToolCall(session_id, call_id)
+        return {"sessionId": session_id, **wire.observation(found), "output": found.output}
 
     def load_session(self, session_id: str) -> int:
         """Replay a stored trajectory as agent/update notifications; returns how many were sent."""

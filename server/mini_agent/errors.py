@@ -80,3 +80,16 @@ class UnknownApproval(AgentError, LookupError):
             session_id=session_id,
             tool_call_id=call_id,
         )
+
+
+class UnknownToolCall(AgentError, LookupError):
+    """A tool call id that no step of the session has a result for."""
+
+    reason = "unknown_tool_call"
+
+    def __init__(self, session_id: str, call_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r} has no result for tool call {call_id!r}",
+            session_id=session_id,
+            tool_call_id=call_id,
+        )

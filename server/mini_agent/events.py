@@ -54,10 +54,13 @@ class ToolCallFinished(Event):
 
 @dataclass(frozen=True, slots=True)
 class UsageReported(Event):
-    """Tokens of one model turn, and the session's running total after it."""
+    """Tokens of one model turn, the session's running total after it, and the model's window: how
+    much of it the request and reply took (`used`) of its `size` (0 when not known)."""
 
     usage: TokenUsage
     total: TokenUsage
+    used: int = 0
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)

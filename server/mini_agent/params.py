@@ -132,6 +132,10 @@ class PromptParams(SessionParams):
     text: str = Field(min_length=1)
 
 
+class ObservationParams(SessionParams):
+    tool_call_id: str = Field(min_length=1)
+
+
 class ResumeParams(SessionParams):
     llm: LLMParams | None = None  # e.g. the model server moved since the session started
 

@@ -34,6 +34,12 @@ class LLMClient(Protocol):
     ) -> LLMResponse: ...
 
 
+class WindowProbe(Protocol):
+    """Asks the model server how many tokens its context window holds; None when it does not say."""
+
+    async def context_window(self, config: LLMConfig) -> int | None: ...
+
+
 class ToolExecutor(Protocol):
     def list(self) -> list[ToolSpec]: ...
 

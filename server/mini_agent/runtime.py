@@ -15,7 +15,7 @@ from .book import SessionBook
 from .contracts import LLMConfig, Message, Role, SessionStatus, StopReason, ToolSpec
 from .errors import SessionBusy, SessionFinished, UnknownApproval, UnknownSession, UnknownTool
 from .events import AgentEvent, EventSink
-from .ports import Approver, LLMClient, SessionStore, ToolExecutor
+from .ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
 from .session import AgentConfig, AgentSession, Decision, StepRecord, new_session_id
 from .stepper import CANCELLED_NOTE, DECLINED, INTERRUPTED, LOOP_NOTE, Stepper
 from .trajectory import replay
@@ -54,6 +54,7 @@ class AgentRuntime:
         events: EventSink | None = None,
         approver: Approver | None = None,
         keys: Mapping[str, str] | None = None,
+        probe: WindowProbe | None = None,
     ) -> None:
         """`keys` are API keys by the base URL each was configured for: a key is sent to that server
         only, never to whatever server a session (perhaps one from a cloned store) points at."""
@@ -70,6 +71,7 @@ class AgentRuntime:
             emit=events,
             approver=approver,
             approve=self.approve,
+            probe=probe,
         )
 
     @property

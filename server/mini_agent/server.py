@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         ApproveParams,
         ListSessionsParams,
         NameParams,
+        ObservationParams,
         PromptParams,
         RegisterToolParams,
         ResumeParams,
@@ -195,8 +196,9 @@ class AgentServer(LanguageServer):
         return Daemon(root, options, notify=notify, request=request, config=config)
 
     async def _client_request(self, method: str, params: dict[str, Any]) -> Any:
-        result = await self.protocol.send_request_async(method, params)
-        return _plain(result)
+        from .wire import plain
+
+        return plain(await self.protocol.send_request_async(method, params))
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A frame that is not JSON gets the JSON-RPC parse error (id null); the connection lives on."""
@@ -219,15 +221,6 @@ def _workspace_root(ls: AgentServer) -> Path:
         if path:
             return Path(path).resolve()
     return Path.cwd().resolve()
-
-
-def _plain(value: Any) -> Any:
-    """pygls hands results of server->client requests back as namedtuples; turn them into JSON values."""
-    if hasattr(value, "_asdict"):
-        return {key: _plain(item) for key, item in value._asdict().items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
 
 
 # -- lifecycle ---------------------------------------------------------------------------------
@@ -396,6 +389,11 @@ async def get_session(daemon: Daemon, p: SessionParams) -> dict[str, Any]:
     from . import wire
 
     return wire.session_full(daemon.runtime.get(p.session_id))
+
+
+@method("agent/getObservation", "ObservationParams")
+async def get_observation(daemon: Daemon, p: ObservationParams) -> dict[str, Any]:
+    return daemon.observation(p.session_id, p.tool_call_id)
 
 
 @method("agent/listSessions", "ListSessionsParams")

@@ -14,6 +14,8 @@ from enum import StrEnum
 
 from .contracts import (
     MAX_STEPS,
+    Compaction,
+    ContextUse,
     LLMConfig,
     Message,
     Observation,
@@ -91,6 +93,8 @@ class StepRecord:
     # The model's own id of each call the daemon keys by another (an id empty, repeated, or used before):
     # decisions and the wire go by `ToolCall.id`, the history sent back to the model by the model's id.
     model_ids: dict[str, str] = field(default_factory=dict)
+    context: ContextUse | None = None  # the request's share of the window
+    compaction: Compaction | None = None  # set on the step whose request compacted older turns
 
 
 @dataclass(slots=True)

@@ -14,6 +14,8 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from .book import Flight, SessionBook
+from .budget import spent_on_context, too_long, window_use
+from .context import ContextKeeper
 from .contracts import LLMError, Message, Observation, Role, SessionStatus, StopReason, ToolCall, ToolSpec
 from .events import (
     AgentEvent,
@@ -27,7 +29,7 @@ from .events import (
     UsageReported,
 )
 from .loops import streaks
-from .ports import Approver, LLMClient, ToolExecutor
+from .ports import Approver, LLMClient, ToolExecutor, WindowProbe
 from .session import AgentSession, Decision, PendingApproval, StepRecord
 from .trajectory import answered
 
@@ -73,8 +75,10 @@ class Stepper:
         emit: EventSink | None,
         approver: Approver | None,
         approve: Callable[[str, str, Decision, str | None], None],
+        probe: WindowProbe | None = None,
     ) -> None:
         self._llm = llm
+        self._context = ContextKeeper(llm, probe, self._emit)
         self._tools = tools
         self._book = book
         self._api_key = api_key
@@ -121,8 +125,21 @@ class Stepper:
             self._emit(StatusChanged(sid, index, session.status, message=message))
 
         llm_config = replace(session.config.llm, api_key=self._api_key(session))
-        reply = self._llm.generate(session.messages, session.tools, llm_config, on_text, on_retry=on_retry)
-        response = await race(flight, reply)
+        for force in (False, True):  # a refusal for length gets one compaction and one retry
+            request = await race(flight, self._context.prepare(session, index, llm_config, force=force))
+            reply = self._llm.generate(
+                request.messages, request.tools, request.config, on_text, on_retry=on_retry
+            )
+            try:
+                response = await race(flight, reply)
+                break
+            except LLMError as exc:
+                if not exc.context_overflow:
+                    raise
+                self._context.learn(llm_config, exc)
+        else:
+            why = too_long(request.window, request.use.tokens)
+            return StepRecord(index, stop_reason=StopReason.MAX_TOKENS, error=why)
         calls, model_ids = _keyed(session, index, response.tool_calls)
         record = StepRecord(
             index=index,
@@ -133,11 +150,13 @@ class Stepper:
             usage=response.usage,
             tool_mode=response.tool_mode,
             model_ids=model_ids,
+            context=request.use,
+            compaction=request.compaction,
         )
         session.steps.append(record)
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
-        session.usage = session.usage + response.usage
-        self._emit(UsageReported(sid, index, record.usage, session.usage))
+        session.usage = session.usage + response.usage + spent_on_context(record)
+        self._emit(UsageReported(sid, index, record.usage, session.usage, *window_use(record)))
         if answered(record):
             self._emit(AnswerChunk(sid, index, record.final_answer or ""))
             record.stop_reason = StopReason.END_TURN
@@ -244,8 +263,11 @@ class Stepper:
 
         async def one(call: ToolCall) -> None:
             self._emit(ToolCallStarted(session.session_id, record.index, call.id))
-            observation = await self._tools.execute(call, session_id=session.session_id)
-            self._observe(session, record, observation)
+            if self._context.serves(session, call):
+                observation = self._context.read(session, record, call)
+            else:
+                observation = await self._tools.execute(call, session_id=session.session_id)
+            self._observe(session, record, self._context.fit(session, record, observation))
 
         try:
             await race(flight, asyncio.gather(*(one(call) for call in calls)))
@@ -269,7 +291,7 @@ class Stepper:
             session.messages += [
                 Message(
                     Role.TOOL,
-                    obs.output,
+                    obs.output if obs.shown is None else obs.shown,
                     tool_call_id=record.model_ids.get(obs.call_id, obs.call_id),
                     name=obs.tool_name,
                 )

@@ -8,6 +8,7 @@ running / awaiting-approval statuses, each step's interim status — is left out
 
 from __future__ import annotations
 
+from .budget import spent_on_context, window_use
 from .contracts import TokenUsage
 from .events import (
     AgentEvent,
@@ -33,7 +34,7 @@ def step_events(session_id: str, record: StepRecord, total: TokenUsage) -> list[
     events += [ToolCallFinished(sid, index, obs) for obs in record.observations if record.tool_calls]
     if answered(record):
         events.append(AnswerChunk(sid, index, record.final_answer or ""))
-    events.append(UsageReported(sid, index, record.usage, total))
+    events.append(UsageReported(sid, index, record.usage, total, *window_use(record)))
     return events
 
 
@@ -45,7 +46,7 @@ def replay(session: AgentSession) -> list[AgentEvent]:
     events: list[AgentEvent] = []
     total = TokenUsage()
     for record in session.steps:
-        total = total + record.usage
+        total = total + record.usage + spent_on_context(record)
         events += step_events(session.session_id, record, total)
     events.append(StatusChanged(session.session_id, len(session.steps), session.status, session.stop_reason))
     return events

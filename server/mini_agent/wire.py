@@ -47,8 +47,9 @@ def update_body(event: AgentEvent) -> dict[str, Any]:
                 "status": status,
                 "observation": observation(obs),
             }
-        case UsageReported(usage=step, total=total):
-            return {"kind": "usage_update", "usage": usage(step), "total": usage(total)}
+        case UsageReported(usage=step, total=total, used=used, size=size):
+            report = {"kind": "usage_update", "usage": usage(step), "total": usage(total)}
+            return {**report, "used": used, "size": size} if size else report
         case StatusChanged(status=status, stop_reason=stop_reason, message=message):
             body: dict[str, Any] = {"kind": "status", "status": status.value}
             if stop_reason is not None:
@@ -89,12 +90,14 @@ def observation(obs: Observation) -> dict[str, Any]:
     out: dict[str, Any] = {
         "toolCallId": obs.call_id,
         "toolName": obs.tool_name,
-        "output": obs.output,
+        "output": obs.output if obs.shown is None else obs.shown,
         "isError": obs.is_error,
         "elapsedMs": round(obs.execution_time_ms, 3),
     }
-    if obs.truncated:
+    if obs.truncated or obs.shown is not None:
         out["truncated"] = True
+    if obs.shown is not None:  # cut for the model's window: the whole text is agent/getObservation's
+        out["fullLength"] = len(obs.output)
     if obs.logs:
         out["logs"] = obs.logs
     return out
@@ -198,3 +201,12 @@ def session_row(row: SessionRow) -> dict[str, Any]:
         "createdAt": row.created_at,
         "updatedAt": row.updated_at,
     }
+
+
+def plain(value: Any) -> Any:
+    """pygls hands results of server->client requests back as namedtuples; turn them into JSON values."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value

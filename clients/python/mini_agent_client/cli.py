@@ -395,6 +395,7 @@ def _outcome(result: dict[str, Any], *, interrupted: bool) -> int:
         return EXIT_OK
     messages = {
         "error": str(result.get("error")),  # the daemon's own words: which URL, what happened, what to do
+        "max_tokens": str(result.get("error")),  # names the context window and the request's size
         "max_turn_requests": f"no answer within the step budget ({result.get('steps')} steps)",
         "loop_detected": "stopped: the model kept repeating the same tool call",
     }

@@ -20,7 +20,13 @@ export interface AgentPeer {
 // -- wire shapes ---------------------------------------------------------------------------------
 
 export type SessionStatus = "ready" | "running" | "awaiting_approval" | "finished";
-export type StopReason = "end_turn" | "max_turn_requests" | "cancelled" | "loop_detected" | "error";
+export type StopReason =
+  | "end_turn"
+  | "max_turn_requests"
+  | "cancelled"
+  | "loop_detected"
+  | "max_tokens"
+  | "error";
 export type ToolMode = "react" | "native" | "json" | "auto";
 export type Decision = "allow_once" | "allow_always" | "reject_once" | "reject_always";
 

@@ -302,6 +302,8 @@ export function stopText(reason: StopReason | null): string {
       return "cancelled";
     case "loop_detected":
       return "stopped: loop detected";
+    case "max_tokens":
+      return "stopped: context window full";
     case "error":
       return "model error";
     default:

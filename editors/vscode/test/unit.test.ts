@@ -206,6 +206,11 @@ describe("prompts", () => {
     const notice = runNotice(result({ stopReason: "error", status: "ready", error, finalAnswer: null }), undefined, true);
     assert.deepEqual(notice, { severity: "error", text: `Mini Agent: ${error}`, actions: [RETRY, OPEN_SETTINGS] });
   });
+
+  test("a request that no longer fits the context window says so, not just 'finished'", () => {
+    const notice = runNotice(result({ stopReason: "max_tokens", status: "ready", finalAnswer: null }), undefined, false);
+    assert.deepEqual(notice, { severity: "warning", text: "Mini Agent: stopped: context window full", actions: ["Show trace"] });
+  });
 });
 
 describe("initialize", () => {

@@ -54,6 +54,7 @@ from .replies import (
     read_whole,
 )
 from .transport import AiohttpTransport, Transport, TransportError
+from .window import overflow
 
 # What auto mode tries, in order; a server that refuses one is asked in the next, and that is remembered.
 _AUTO_ORDER: tuple[ToolMode, ...] = ("native", "json", "react")
@@ -279,6 +280,11 @@ class OpenAICompatibleClient:
             try:
                 return await self._attempt(url, body, config, sink, stops)
             except HTTPStatusError as exc:
+                too_long, window = overflow(exc.status, exc.body)
+                if too_long:  # not a refusal of `tools`, and no retry will make it fit
+                    error = failure(config, describe_status(exc), attempt, exc.status)
+                    error.context_overflow, error.context_window = True, window
+                    raise error from exc
                 if fallback and "tools" in payload and exc.refuses_tools:
                     raise _ToolsRejected from exc
                 if fallback and "response_format" in payload and exc.refuses_format:

@@ -7,7 +7,7 @@ strings, tool calls, HTTP errors, retries, cut streams. It records every request
 Script (JSON): a list of turns, or an object
 
     {"turns": [...], "repeat_last": false, "reject_tools": false, "refuse_formats": {},
-     "honour_stop": true, "model": "replay"}
+     "honour_stop": true, "model": "replay", "context_limit": null}
 
 Turns are consumed one per request, in arrival order (an error answer consumes its turn too, so
 `[{"status": 429, ...}, {"content": ...}]` scripts a retry). Past the end, the last turn repeats if
@@ -18,7 +18,9 @@ llama-cpp-python 0.3.36 refusing `json_schema` (a validation error naming `respo
 other status a plain refusal. The server never enforces a format: what a turn says is what it sends,
 so a script can play a server that ignores `response_format`. `honour_stop` cuts the
 reply at the earliest of the request's stop strings and drops the string, as vLLM and llama.cpp do;
-false plays a server that ignores `stop`. A turn's keys:
+false plays a server that ignores `stop`. `context_limit` (tokens) refuses, before consuming a turn and as
+vLLM does (HTTP 400, its message), a request whose prompt plus `max_tokens` passes it, and `/v1/models`
+reports it as `max_model_len`. A turn's keys:
 
     content        reply text; "{last_user}" becomes the content of the request's last user message,
                    "{last_observation}" the last tool result (a `tool` message, or the text after the
@@ -47,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..llm.stream import cut_at_stop
-from .text import call_tokens, fill, prompt_tokens, tokens_of
+from .text import call_tokens, fill, prompt_tokens, refusal_of, tokens_of
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -66,7 +68,9 @@ _TURN_KEYS = frozenset(
         "finish_reason",
     }
 )
-_SCRIPT_KEYS = frozenset({"turns", "repeat_last", "reject_tools", "refuse_formats", "honour_stop", "model"})
+_SCRIPT_KEYS = frozenset(
+    {"turns", "repeat_last", "reject_tools", "refuse_formats", "honour_stop", "model", "context_limit"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,7 @@ class Script:
     refuse_formats: Mapping[str, int] = field(default_factory=dict)
     honour_stop: bool = True
     model: str = "replay"
+    context_limit: int | None = None
 
     @classmethod
     def from_json(cls, raw: Sequence[Any] | Mapping[str, Any]) -> Script:
@@ -137,6 +142,7 @@ class Script:
             refuse_formats={str(k): int(v) for k, v in (raw.get("refuse_formats") or {}).items()},
             honour_stop=bool(raw.get("honour_stop", True)),
             model=str(raw.get("model", "replay")),
+            context_limit=int(raw["context_limit"]) if raw.get("context_limit") is not None else None,
         )
 
     @classmethod
@@ -258,6 +264,8 @@ class ReplayServer:
         from aiohttp import web
 
         model = {"id": self.script.model, "object": "model", "created": 0, "owned_by": "replay"}
+        if self.script.context_limit is not None:
+            model["max_model_len"] = self.script.context_limit  # as vLLM reports its window
         return web.json_response({"object": "list", "data": [model]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
@@ -286,7 +294,7 @@ class ReplayServer:
         exchange.body = body
         if self.script.reject_tools and body.get("tools"):
             return self._error(exchange, 400, "this server does not support tools: remove the `tools` field")
-        refusal = self._format_refusal(body.get("response_format"))
+        refusal = refusal_of(body, self.script.refuse_formats, self.script.context_limit)
         if refusal is not None:
             return self._error(exchange, *refusal)
         turn = await self._turn_for(body)
@@ -301,16 +309,6 @@ class ReplayServer:
         if body.get("stream"):
             return await self._stream(request, exchange, reply, turn)
         return await self._whole(request, exchange, reply, turn)
-
-    def _format_refusal(self, response_format: Any) -> tuple[int, str] | None:
-        kind = response_format.get("type") if isinstance(response_format, dict) else None
-        status = self.script.refuse_formats.get(kind) if isinstance(kind, str) else None
-        if status is None:
-            return None
-        if status == 500:  # llama-cpp-python's pydantic error, passed on as an internal error
-            where = "'loc': ('body', 'response_format', 'type')"
-            return status, f"1 validation error:\n  {{'type': 'literal_error', {where}, 'input': {kind!r}}}"
-        return status, f"response_format type {kind!r} is not supported by this server"
 
     async def _turn_for(self, body: dict[str, Any]) -> Turn | None:
         if self._responder is not None:

@@ -1,10 +1,11 @@
-"""What the scripted model server reads of a request: message text, placeholders filled from it, and
-a lossless tokenization for its usage and prefix-cache accounting."""
+"""What the scripted model server reads of a request: message text, placeholders filled from it, what
+it refuses before generating, and a lossless tokenization for its usage and prefix-cache accounting."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 # Lossless: every character belongs to exactly one token, and whitespace sticks to the word after it.
@@ -67,3 +68,29 @@ def call_tokens(calls: list[dict[str, Any]]) -> list[str]:
         text = arguments if isinstance(arguments, str) else json.dumps(arguments)
         tokens += ["<|tool_call|>", *tokens_of(str(function.get("name", ""))), *tokens_of(text)]
     return tokens
+
+
+def refusal_of(
+    body: dict[str, Any], refuse_formats: Mapping[str, int], context_limit: int | None
+) -> tuple[int, str] | None:
+    """What a validating server refuses before it generates: a `response_format` it cannot take, and
+    (as vLLM words it) a prompt that with the reply's `max_tokens` passes its window."""
+    response_format = body.get("response_format")
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    status = refuse_formats.get(kind) if isinstance(kind, str) else None
+    if status == 500:  # llama-cpp-python's pydantic error, passed on as an internal error
+        where = "'loc': ('body', 'response_format', 'type')"
+        return status, f"1 validation error:\n  {{'type': 'literal_error', {where}, 'input': {kind!r}}}"
+    if status is not None:
+        return status, f"response_format type {kind!r} is not supported by this server"
+    if context_limit is None:
+        return None
+    prompt = len(prompt_tokens(body))
+    reply = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+    if prompt + reply <= context_limit:
+        return None
+    return 400, (
+        f"This model's maximum context length is {context_limit} tokens. However, you requested "
+        f"{prompt + reply} tokens ({prompt} in the messages, {reply} in the completion). Please reduce the "
+        "length of the messages or completion."
+    )

@@ -313,6 +313,8 @@ def _guard(worker: int) -> int:
                 status = code
     except _Stop:
         pass
+    # Committed to the clean-up now: a second SIGTERM (the daemon's stop, then its death) must not cut it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     reaper.kill_tree(os.getpid(), include_root=False)
     reaper.reap_children()
     if status is not None and os.WIFSIGNALED(status):

@@ -10,6 +10,7 @@ local FAILURES = {
   error = vim.log.levels.ERROR,
   max_turn_requests = vim.log.levels.WARN,
   loop_detected = vim.log.levels.WARN,
+  max_tokens = vim.log.levels.WARN,
 }
 
 ---@class mini_agent.Session

@@ -31,6 +31,7 @@ local ENDS = { end_turn = '■ done', cancelled = '■ cancelled' }
 local STOPS = {
   max_turn_requests = 'the step budget is used up',
   loop_detected = 'the same tool call repeated (loop detected)',
+  max_tokens = "the request no longer fits the model's context window",
 }
 
 ---@class mini_agent.TraceState
