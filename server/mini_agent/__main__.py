@@ -1,5 +1,13 @@
-"""`python -m mini_agent` serves the daemon on stdio."""
+"""`python -m mini_agent` serves the daemon on stdio (LSP framing); `python -m mini_agent acp` serves
+the Agent Client Protocol instead (one JSON message per line)."""
 
-from .boot import main
+import sys
 
-main()
+if sys.argv[1:2] == ["acp"]:
+    from .acp import main as acp_main
+
+    acp_main(sys.argv[2:])
+else:
+    from .boot import main
+
+    main()

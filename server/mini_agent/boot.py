@@ -28,6 +28,7 @@ METHODS = (
     "agent/unregisterTool",
     "agent/listTools",
     "agent/startSession",
+    "agent/prompt",
     "agent/step",
     "agent/run",
     "agent/cancel",

@@ -26,6 +26,7 @@ from .session import AgentConfig, AgentSession, Decision
 from .store import SessionRow, SqliteStore, StoreError
 from .tools import RegistrationError, ToolRegistry
 from .tools.mcp import McpSource
+from .workspace_config import WorkspaceConfig
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,18 @@ PERMISSION_OPTIONS = [
 
 
 class Daemon:
-    def __init__(self, root: Path, options: InitOptions, *, notify: Notify, request: Request) -> None:
+    def __init__(
+        self,
+        root: Path,
+        options: InitOptions,
+        *,
+        notify: Notify,
+        request: Request,
+        config: WorkspaceConfig | None = None,
+    ) -> None:
         self.root = root
         self.options = options
+        self.config = config or WorkspaceConfig()
         self._notify = notify
         self._request = request
         self.trusted = options.workspace_trusted
@@ -108,18 +118,19 @@ class Daemon:
     async def restore_tools(self) -> list[str]:
         """Re-register what this workspace had registered before; returns the problems met. Importing
         a file runs its code, and the store may have come with a cloned repository: in a workspace
-        not trusted yet the registrations are only listed (see `trust`)."""
-        if self.store is None:
-            return []
-        try:
-            records = self.store.load_registrations()
-        except StoreError as exc:
-            return [str(exc)]
+        not trusted yet the registrations are only listed (see `trust`). The workspace file's `tools`
+        come with them, under the same rule."""
+        records: list[dict[str, Any]] = []
+        if self.store is not None:
+            try:
+                records = self.store.load_registrations()
+            except StoreError as exc:
+                return [str(exc)]
         if not self.trusted:
             self.unloaded = records
             problems: list[str] = []
         else:
-            problems = await self.registry.restore(records)
+            problems = await self.registry.restore(records) + await self._configured_tools()
         if self.tool_list():
             self.tools_changed(persist=False)
         return problems
@@ -157,9 +168,23 @@ class Daemon:
         """The user trusts the workspace: import the registrations held back; returns the problems."""
         self.trusted = True
         records, self.unloaded = self.unloaded, []
-        problems = await self.registry.restore(records)
+        problems = await self.registry.restore(records) + await self._configured_tools()
         self.tools_changed(persist=False)
         return problems
+
+    async def _configured_tools(self) -> list[str]:
+        """The files the workspace configuration file names, registered as a stored record would be."""
+        problems = await self.registry.restore([{"path": path} for path in self.config.tools])
+        return [f"{self.config.source}: tools: {problem}" for problem in problems]
+
+    def standing_policy(self) -> dict[str, Decision]:
+        """The workspace file's approval policy, as the standing decisions a new session starts with:
+        `reject` always, `allow` only in a trusted workspace (a cloned repository must not approve
+        for you)."""
+        policy = {name: Decision.REJECT_ALWAYS for name in self.config.reject}
+        if self.trusted:
+            policy |= {name: Decision.ALLOW_ALWAYS for name in self.config.allow if name not in policy}
+        return policy
 
     def unregister(self, name: str) -> dict[str, Any]:
         """Remove a tool, or a stored registration held back (so a suspicious one can go unimported)."""
@@ -181,8 +206,9 @@ class Daemon:
             self.store.save_registrations(self.registry.registrations() + self.unloaded)
         self._notify("agent/toolsChanged", {"tools": self.tool_list()})
 
-    async def start_session(self, p: StartSessionParams) -> AgentSession:
-        """Start the session's MCP servers (and the workspace's) first: its tools are snapshotted."""
+    async def start_session(self, p: StartSessionParams, *, session_id: str | None = None) -> AgentSession:
+        """Start the session's MCP servers (and the workspace's) first: its tools are snapshotted. The
+        workspace file's approval policy gives its first standing decisions."""
         configs = [*self.options.mcp_servers, *p.mcp_servers]
         token = f"starting:{id(p)}"
         problems: list[str] = []
@@ -197,6 +223,8 @@ class Daemon:
                 tool_names=names,
                 llm=p.llm.apply(self.runtime.defaults.llm) if p.llm is not None else None,
                 max_steps=p.max_steps,
+                session_id=session_id,
+                standing=self.standing_policy(),
             )
         except BaseException:
             await self.mcp.release(token)

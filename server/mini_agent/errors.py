@@ -22,6 +22,13 @@ class AgentError(Exception):
         self.details = details
 
 
+def error_data(exc: AgentError) -> dict[str, Any]:
+    """The `data` of a JSON-RPC error on either door: `reason`, then the details in camelCase."""
+    from pydantic.alias_generators import to_camel
+
+    return {"reason": exc.reason, **{to_camel(key): value for key, value in exc.details.items()}}
+
+
 class UnknownSession(AgentError, LookupError):
     reason = "unknown_session"
 

@@ -128,6 +128,10 @@ class SessionParams(Params):
     session_id: str = Field(min_length=1)
 
 
+class PromptParams(SessionParams):
+    text: str = Field(min_length=1)
+
+
 class ObservationParams(SessionParams):
     tool_call_id: str = Field(min_length=1)
 
@@ -172,7 +176,12 @@ def parse(method: str, raw: Any, model: type[P]) -> P:
     try:
         return model.model_validate({} if raw is None else raw)
     except ValidationError as exc:
-        raise InvalidParams(method, [_describe(error) for error in exc.errors(include_url=False)]) from None
+        raise invalid(method, exc) from None
+
+
+def invalid(method: str, exc: ValidationError) -> InvalidParams:
+    """A validation failure as the one error type the doors map, one readable line per problem."""
+    return InvalidParams(method, [_describe(error) for error in exc.errors(include_url=False)])
 
 
 def _describe(error: Any) -> str:

@@ -89,13 +89,19 @@ class AgentRuntime:
         tool_names: Sequence[str] | None = None,
         llm: LLMConfig | None = None,
         max_steps: int | None = None,
+        session_id: str | None = None,
+        standing: Mapping[str, Decision] | None = None,
     ) -> AgentSession:
         """Snapshot the tools now: the prompt must not change under a running session. An API key in
-        `llm` is the session's own: kept in memory for its server, never stored."""
+        `llm` is the session's own: kept in memory for its server, never stored. `session_id`
+        lets a front door hand out the id before the task is known (ACP's session/new); `standing`
+        are decisions it starts with (a workspace's approval policy)."""
         config = self.defaults.with_overrides(llm=llm, max_steps=max_steps, system_prompt=system_prompt)
         config = config.with_overrides(llm=replace(config.llm, api_key=None))
         tools = self._select_tools(tool_names)
-        session = AgentSession(session_id=new_session_id(), task=task, config=config, tools=tools)
+        sid = session_id or new_session_id()
+        session = AgentSession(session_id=sid, task=task, config=config, tools=tools)
+        session.standing_decisions.update(standing or {})
         session.messages.append(Message(Role.SYSTEM, config.system_prompt))
         session.messages.append(Message(Role.USER, task))
         self._book.add(session)
@@ -146,6 +152,22 @@ class AgentRuntime:
             self._bind_key(session, llm)
         self._book.checkpoint(session)
         self._book.release(session_id)
+        return session
+
+    def prompt(self, session_id: str, text: str) -> AgentSession:
+        """A follow-up user turn: a session that ended its turn (answered, ran out of its step budget,
+        stopped on a loop) or is ready takes the user's words and is ready again, with a fresh budget.
+        The history is only appended to, so the next model request starts with the bytes of the last
+        one (the model server's prefix cache keeps working)."""
+        session = self.get(session_id)
+        stepping = (SessionStatus.RUNNING, SessionStatus.AWAITING_APPROVAL)
+        if self.is_busy(session_id) or session.status in stepping:
+            raise SessionBusy(session_id)
+        self._stepper.abandon_open_calls(session)
+        session.messages.append(Message(Role.USER, text))
+        session.status, session.stop_reason, session.final_answer = SessionStatus.READY, None, None
+        session.touch()
+        self._book.checkpoint(session)
         return session
 
     def sessions(self, *, status: str | None = None) -> list[AgentSession]:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         ListSessionsParams,
         NameParams,
         ObservationParams,
+        PromptParams,
         RegisterToolParams,
         ResumeParams,
         RunParams,
@@ -177,18 +178,22 @@ class AgentServer(LanguageServer):
         return self._daemon
 
     def _build_daemon(self) -> Daemon:
-        from .daemon import Daemon
-        from .params import InitOptions, InvalidParams, parse
+        """initializationOptions over the workspace file over the environment (`workspace_config`)."""
+        import os
 
+        from .daemon import Daemon
+        from .errors import AgentError
+        from .workspace_config import resolve
+
+        root = _workspace_root(self)
         try:
-            options = parse("initializationOptions", self.init_options, InitOptions)
-        except InvalidParams as exc:
+            options, config = resolve(root, self.init_options, os.environ)
+        except AgentError as exc:
             self._init_error = str(exc)
             raise JsonRpcInvalidParams(self._init_error) from None
         assert isinstance(self.protocol, AgentProtocol)
-        return Daemon(
-            _workspace_root(self), options, notify=self.protocol.notify_json, request=self._client_request
-        )
+        notify, request = self.protocol.notify_json, self._client_request
+        return Daemon(root, options, notify=notify, request=request, config=config)
 
     async def _client_request(self, method: str, params: dict[str, Any]) -> Any:
         from .wire import plain
@@ -273,31 +278,18 @@ def method(name: str, model: str) -> Callable[[Handler], Handler]:
         @server.feature(name)
         async def handle(ls: AgentServer, raw: Any) -> Any:
             from . import params
+            from .errors import AgentError, error_data
 
             if ls.restoring is not None:
                 await asyncio.shield(ls.restoring)
             try:
                 return await handler(ls.daemon, params.parse(name, raw, getattr(params, model)))
-            except JsonRpcException:
-                raise
-            except Exception as exc:
-                raise _map_error(exc) from exc
+            except AgentError as exc:  # the one domain error type: its code, message, reason, details
+                raise JsonRpcException(code=exc.code, message=str(exc), data=error_data(exc)) from exc
 
         return handler
 
     return register
-
-
-def _map_error(exc: Exception) -> JsonRpcException:
-    """The one domain error type, as JSON-RPC: its code, its message, `data.reason` and its details."""
-    from pydantic.alias_generators import to_camel
-
-    from .errors import AgentError
-
-    if not isinstance(exc, AgentError):
-        raise exc
-    data = {"reason": exc.reason, **{to_camel(key): value for key, value in exc.details.items()}}
-    return JsonRpcException(code=exc.code, message=str(exc), data=data)
 
 
 def _stopping() -> bool:
@@ -333,6 +325,13 @@ async def trust_workspace(daemon: Daemon, p: object) -> dict[str, Any]:
 @method("agent/startSession", "StartSessionParams")
 async def start_session(daemon: Daemon, p: StartSessionParams) -> dict[str, Any]:
     session = await daemon.start_session(p)
+    return {"sessionId": session.session_id, "status": session.status.value}
+
+
+@method("agent/prompt", "PromptParams")
+async def prompt(daemon: Daemon, p: PromptParams) -> dict[str, Any]:
+    """A follow-up user turn; agent/step or agent/run then go on from it."""
+    session = daemon.runtime.prompt(p.session_id, p.text)
     return {"sessionId": session.session_id, "status": session.status.value}
 
 

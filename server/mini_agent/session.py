@@ -19,6 +19,7 @@ from .contracts import (
     LLMConfig,
     Message,
     Observation,
+    Role,
     SessionStatus,
     StopReason,
     TokenUsage,
@@ -136,6 +137,13 @@ class AgentSession:
 
     def touch(self) -> None:
         self.updated_at = time.time()
+
+    @property
+    def turn_start(self) -> int:
+        """Index of the first step of the current user turn: the step budget is per turn, so a
+        follow-up prompt gets a fresh one. Each step holds exactly one assistant message."""
+        last_user = max((n for n, m in enumerate(self.messages) if m.role is Role.USER), default=0)
+        return sum(1 for m in self.messages[:last_user] if m.role is Role.ASSISTANT)
 
 
 def new_session_id() -> str:

@@ -106,7 +106,7 @@ class Stepper:
         if last is not None and unfinished(last):
             record = last
         else:
-            if len(session.steps) >= session.config.max_steps:
+            if len(session.steps) - session.turn_start >= session.config.max_steps:
                 session.finish(StopReason.MAX_TURN_REQUESTS)
                 return StepRecord(index=len(session.steps), stop_reason=StopReason.MAX_TURN_REQUESTS)
             record = await self._model_turn(session, flight)
@@ -275,6 +275,13 @@ class Stepper:
             self._fill_missing(session, record, CANCELLED_NOTE)
             raise
 
+    def abandon_open_calls(self, session: AgentSession) -> None:
+        """A new user turn leaves the last one's unrun calls behind (e.g. cancelled while awaiting
+        approval): each gets the cancelled note, so nobody is asked about them again."""
+        if session.steps:
+            self._fill_missing(session, session.steps[-1], CANCELLED_NOTE)
+        session.pending = []
+
     def _observe(self, session: AgentSession, record: StepRecord, observation: Observation) -> None:
         record.observations.append(observation)
         self._emit(ToolCallFinished(session.session_id, record.index, observation))
@@ -304,7 +311,7 @@ class Stepper:
         if (
             not session.finished
             and record.stop_reason is None
-            and len(session.steps) >= session.config.max_steps
+            and len(session.steps) - session.turn_start >= session.config.max_steps
         ):
             record.stop_reason = StopReason.MAX_TURN_REQUESTS
             session.finish(StopReason.MAX_TURN_REQUESTS)

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the daemon on stdio (what editors start)")
     serve.add_argument("--ndjson", action="store_true",
                        help="one JSON message per line instead of LSP Content-Length framing")
+    acp = commands.add_parser("acp", help="run the agent for ACP editors (Zed, JetBrains, ...) on stdio")
+    acp.add_argument("--trust", action="store_true",
+                     help="import the workspace's registered and configured tools (see docs/acp.md)")
     demo = commands.add_parser("demo", help="the seed scenario against a replayed model")
     demo.add_argument("--tool-mode", choices=["react", "native"], default="react")
 
@@ -55,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--tools", action="append", default=[], metavar="FILE",
                      help="a workspace Python file whose functions are tools (repeat for more files)")
     ask.add_argument("--max-steps", type=_positive, help="the session's step budget")
+    ask.add_argument("--session", metavar="ID",
+                     help="a follow-up in this stored session (one that ended its turn), not a new one")
     _run_options(ask)
 
     tools = commands.add_parser("tools", help="print the JSON schemas reflected from tool files")
@@ -132,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             serve()
         return EXIT_OK
+    if args.command == "acp":
+        from mini_agent.acp import main as serve_acp
+
+        serve_acp(["--trust"] if args.trust else [])
+        return EXIT_OK
     if args.command == "mcp":
         from mini_agent.mcp_server import main as serve_mcp
 
@@ -168,7 +178,11 @@ async def ask_command(args: argparse.Namespace) -> int:
         async with _client(args, root) as (client, runner):
             for path in files:
                 await client.register_tool(path)
-            session_id = await client.start_session(task, **fields)
+            if args.session:
+                await client.call("agent/prompt", {"sessionId": args.session, "text": task})
+                session_id = args.session
+            else:
+                session_id = await client.start_session(task, **fields)
             return await runner(session_id, ctrl_c)
     return _outcome({}, interrupted=True)  # the first Ctrl-C came before there was a session
 
@@ -416,15 +430,10 @@ def _tool_path(name: str, root: Path) -> str:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """initializationOptions from the flags, then the environment (OPENAI_BASE_URL, OPENAI_API_KEY,
-    MINI_AGENT_MODEL); whatever neither gives is left to the daemon's defaults."""
-    env = os.environ
-    llm = {
-        "baseUrl": args.base_url or env.get("OPENAI_BASE_URL"),
-        "apiKey": env.get("OPENAI_API_KEY"),
-        "model": args.model or env.get("MINI_AGENT_MODEL"),
-        "toolMode": args.tool_mode,
-    }
+    """initializationOptions from the flags only: the daemon itself reads the workspace file, then the
+    environment (OPENAI_BASE_URL, OPENAI_API_KEY, MINI_AGENT_MODEL), so a flag beats the file and the
+    file beats the environment, as on every door."""
+    llm = {"baseUrl": args.base_url, "model": args.model, "toolMode": args.tool_mode}
     return {"llm": {key: value for key, value in llm.items() if value}}
 
 

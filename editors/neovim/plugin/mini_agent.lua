@@ -28,7 +28,12 @@ local command = vim.api.nvim_create_user_command
 
 command('MiniAgentAsk', function(args)
   agent().ask_command(args)
-end, { nargs = '*', range = true, desc = 'mini-agent: run an agent on a task (with a range: about those lines)' })
+end, {
+  nargs = '*',
+  range = true,
+  bang = true,
+  desc = 'mini-agent: ask, going on with the conversation (! = a new one; a range: about those lines)',
+})
 
 command('MiniAgentRegister', function(args)
   agent().register(args.args, { requiresApproval = args.bang or nil })

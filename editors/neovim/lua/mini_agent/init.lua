@@ -71,27 +71,55 @@ local function run(daemon, session, done)
   end)
 end
 
---- Start a session with a task and run it to its end.
+---@type table<string, string> root -> the session :MiniAgentAsk talks to there (the conversation)
+local conversations = {}
+
+---@param daemon mini_agent.Daemon
+---@param root string
 ---@param task string
----@param opts {root: string?, maxSteps: integer?, tools: string[]?, systemPrompt: string?, llm: table?,
----  on_done: mini_agent.Done?}?
+---@param opts table
+---@param done mini_agent.Done
+local function start(daemon, root, task, opts, done)
+  local params = pick(opts, SESSION_KEYS)
+  params.task, params.llm = task, config.compact(opts.llm or {})
+  client.request(daemon, 'agent/startSession', params, function(err, result)
+    if err then
+      notify('could not start a session: ' .. err.message, vim.log.levels.ERROR)
+      done(err)
+      return
+    end
+    local session = sessions.track(result.sessionId, { task = task, root = root, status = result.status })
+    conversations[root] = session.id
+    trace.session_start(session.id, task)
+    sessions.fire('MiniAgentSessionStart', { sessionId = session.id, task = task, root = root })
+    run(daemon, session, done)
+  end)
+end
+
+--- Start a session with a task and run it to its end; with `opts.continue`, a follow-up turn in the
+--- workspace's conversation instead (the session asked last, once its turn ended), when there is one
+--- and the daemon takes it.
+---@param task string
+---@param opts {root: string?, continue: boolean?, maxSteps: integer?, tools: string[]?, systemPrompt: string?,
+---  llm: table?, on_done: mini_agent.Done?}?
 function M.ask(task, opts)
   vim.validate('task', task, 'string')
   opts = opts or {}
   local root = opts.root or config.root()
   local done = opts.on_done or ignore
   with_daemon(root, done, function(daemon)
-    local params = pick(opts, SESSION_KEYS)
-    params.task, params.llm = task, config.compact(opts.llm or {})
-    client.request(daemon, 'agent/startSession', params, function(err, result)
-      if err then
-        notify('could not start a session: ' .. err.message, vim.log.levels.ERROR)
-        done(err)
+    local session = opts.continue and sessions.sessions[conversations[root] or '']
+    if not session or session.running then
+      start(daemon, root, task, opts, done)
+      return
+    end
+    client.request(daemon, 'agent/prompt', { sessionId = session.id, text = task }, function(err)
+      if err then -- deleted, or stepping elsewhere: start afresh rather than fail the question
+        start(daemon, root, task, opts, done)
         return
       end
-      local session = sessions.track(result.sessionId, { task = task, root = root, status = result.status })
-      trace.session_start(session.id, task)
-      sessions.fire('MiniAgentSessionStart', { sessionId = session.id, task = task, root = root })
+      trace.session_start(session.id, task, 'follow-up')
+      sessions.fire('MiniAgentSessionStart', { sessionId = session.id, task = task, root = root, followUp = true })
       run(daemon, session, done)
     end)
   end)
@@ -117,15 +145,16 @@ function M.task_with_range(args, text)
   )
 end
 
---- :MiniAgentAsk [task] — without a task, ask for one.
+--- :MiniAgentAsk[!] [task] — without a task, ask for one; with !, in a new conversation.
 function M.ask_command(args)
+  local opts = { continue = not args.bang }
   if args.args ~= '' then
-    M.ask(M.task_with_range(args, args.args))
+    M.ask(M.task_with_range(args, args.args), opts)
     return
   end
   vim.ui.input({ prompt = 'mini-agent task: ' }, function(input)
     if input and vim.trim(input) ~= '' then
-      M.ask(M.task_with_range(args, input))
+      M.ask(M.task_with_range(args, input), opts)
     end
   end)
 end

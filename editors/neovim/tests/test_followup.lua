@@ -1,0 +1,35 @@
+-- :MiniAgentAsk goes on with the workspace's conversation: the second question is a follow-up turn
+-- of the same session (agent/prompt), which sees the first; :MiniAgentAsk! starts a new one.
+local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
+
+h.run(function()
+  vim.g.mini_agent = { llm = { baseUrl = h.base_url, model = 'replay' } }
+  h.load_plugin()
+  local events = h.record_events({ 'MiniAgentSessionStart', 'MiniAgentSessionEnd' })
+  local function ask(command, ends)
+    vim.cmd(command)
+    h.wait('answer ' .. ends, function()
+      return h.count(events, 'MiniAgentSessionEnd') >= ends
+    end)
+  end
+
+  ask('MiniAgentAsk first question', 1)
+  ask('MiniAgentAsk and a follow-up', 2)
+  ask('MiniAgentAsk! fresh start', 3)
+
+  local first, follow_up, fresh = events[1].data, events[3].data, events[5].data
+  h.eq(first.sessionId, follow_up.sessionId, 'the follow-up is a turn of the same session')
+  h.eq(true, follow_up.followUp, 'the follow-up says so')
+  h.eq('two, after and a follow-up', events[4].data.finalAnswer, 'the follow-up answer')
+  assert(fresh.sessionId ~= first.sessionId, ':MiniAgentAsk! starts a new session')
+  h.eq('three', events[6].data.finalAnswer, 'the new conversation answer')
+  h.in_order(h.trace_text(), {
+    '━━ first question ━━',
+    'Answer: one',
+    '━━ and a follow-up ━━',
+    'follow-up',
+    'Answer: two, after and a follow-up',
+    '━━ fresh start ━━',
+    'Answer: three',
+  })
+end)

@@ -1,0 +1,317 @@
+"""The ACP agent: `session/*` handlers over the same runtime, tools and store as the LSP door.
+
+Each workspace (`cwd`) is a `Daemon`, the LSP door's composition root, with two things swapped: its
+permission prompt goes out as `session/request_permission`, and its events (watched per session) go
+out as `session/update` through `updates.update_for`. Nothing here steps an agent itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError, helpers
+from acp.connection import Connection
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    DeleteSessionResponse,
+    FileSystemCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionDeleteCapabilities,
+    SessionInfo,
+    SessionInfoUpdate,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+)
+
+from .. import __version__, workspace_config
+from ..contracts import StopReason
+from ..errors import AgentError, UnknownSession
+from ..events import AgentEvent
+from ..params import McpServer, StartSessionParams, parse
+from ..session import new_session_id
+from . import editor_fs, updates
+from .transport import LineTransport
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+TITLE_CHARS = 80
+PAGE = 50
+STOP_NOTES = {
+    StopReason.MAX_TURN_REQUESTS: "Stopped: this prompt used up its step budget ({max_steps} model turns).",
+    StopReason.LOOP_DETECTED: "Stopped: the model repeated the same tool call with the same arguments.",
+}
+
+
+@dataclass(slots=True)
+class Chat:
+    """An ACP session: its workspace, whether its task is known yet, and its prompt queue."""
+
+    session_id: str
+    workspace: Workspace
+    started: bool
+    mcp_servers: list[McpServer]  # the client's, for this session (with the workspace's, for every one)
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    cancels: int = 0  # bumped by session/cancel: a prompt queued before it answers `cancelled`
+    unwatch: Callable[[], None] | None = None
+
+
+class MiniAgent:
+    """The ACP `Agent`: the SDK's router calls these with snake_case keyword arguments."""
+
+    def __init__(self, transport: LineTransport, *, trusted: bool, env: dict[str, str] | None = None) -> None:
+        self._transport = transport
+        self._trusted = trusted
+        self._env = dict(os.environ if env is None else env)
+        self._workspaces: dict[Path, Workspace] = {}
+        self._chats: dict[str, Chat] = {}
+        self.connection: Connection | None = None
+        self._fs: FileSystemCapabilities | None = None  # what the client said it can do, at initialize
+
+    def _conn(self) -> Connection:
+        assert self.connection is not None
+        return self.connection
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def initialize(
+        self, protocol_version: int, client_capabilities: ClientCapabilities | None = None, **_: Any
+    ) -> InitializeResponse:
+        self._fs = client_capabilities.fs if client_capabilities is not None else None
+        capabilities = AgentCapabilities(
+            load_session=True,
+            prompt_capabilities=PromptCapabilities(embedded_context=True),
+            mcp_capabilities=McpCapabilities(http=True, sse=False),
+            session_capabilities=SessionCapabilities(
+                list=SessionListCapabilities(),
+                resume=SessionResumeCapabilities(),
+                delete=SessionDeleteCapabilities(),
+            ),
+        )
+        return InitializeResponse(
+            protocol_version=1,
+            agent_capabilities=capabilities,
+            agent_info=Implementation(name="mini-agent", title="mini-agent", version=__version__),
+            auth_methods=[],
+        )
+
+    async def aclose(self) -> None:
+        """Stop every workspace's tool hosts, HTTP session and store."""
+        for chat in self._chats.values():
+            chat.workspace.runtime.cancel(chat.session_id)
+        await asyncio.gather(*(ws.aclose() for ws in self._workspaces.values()), return_exceptions=True)
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> NewSessionResponse:
+        workspace = await self._workspace(cwd)
+        chat = self._adopt(new_session_id(), workspace, started=False, mcp_servers=mcp_servers)
+        return NewSessionResponse(session_id=chat.session_id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> LoadSessionResponse:
+        """Replay the whole history, user turns included, before answering."""
+        workspace = await self._workspace(cwd)
+        session = workspace.runtime.get(session_id)
+        self._adopt(session_id, workspace, started=True, mcp_servers=mcp_servers)
+        for update in updates.history(session, updates.kind_of):
+            workspace.post(session_id, update)
+        return LoadSessionResponse()
+
+    async def resume_session(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ResumeSessionResponse:
+        workspace = await self._workspace(cwd)
+        workspace.runtime.resume(session_id)
+        self._adopt(session_id, workspace, started=True, mcp_servers=mcp_servers)
+        return ResumeSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
+        """Newest first, `PAGE` at a time; the cursor is the offset of the next page."""
+        workspaces = [await self._workspace(cwd)] if cwd is not None else list(self._workspaces.values())
+        offset = _offset(cursor)
+        infos: list[SessionInfo] = []
+        more = False
+        for workspace in workspaces:
+            rows, total = workspace.list_sessions(None, PAGE, offset)
+            more = more or offset + len(rows) < total
+            infos += [
+                SessionInfo(
+                    session_id=row["sessionId"],
+                    cwd=str(workspace.root),
+                    title=row["task"][:TITLE_CHARS] or None,
+                    updated_at=_iso(row["updatedAt"]),
+                )
+                for row in rows
+            ]
+        return ListSessionsResponse(sessions=infos, next_cursor=str(offset + PAGE) if more else None)
+
+    async def delete_session(self, session_id: str, **_: Any) -> DeleteSessionResponse:
+        chat = self._chats.pop(session_id, None)
+        if chat is not None:
+            if chat.unwatch is not None:
+                chat.unwatch()
+            if chat.started:
+                chat.workspace.delete_session(session_id)
+            return DeleteSessionResponse()
+        for workspace in self._workspaces.values():
+            try:
+                workspace.delete_session(session_id)
+            except UnknownSession:
+                continue
+            return DeleteSessionResponse()
+        raise UnknownSession(session_id)
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[updates.PromptBlock], **_: Any) -> PromptResponse:
+        """One user turn: the first is the task, each later one a follow-up in the same history.
+        Prompts queue behind the one running; one queued before a session/cancel answers `cancelled`."""
+        chat = self._chat(session_id)
+        ticket = chat.cancels
+        async with chat.turn:
+            if chat.cancels != ticket:
+                return PromptResponse(stop_reason="cancelled")
+            text = updates.prompt_text(prompt)
+            workspace, runtime = chat.workspace, chat.workspace.runtime
+            if chat.started:
+                # a session that ended its turn let its MCP servers go: the follow-up takes them up again
+                servers = [*workspace.options.mcp_servers, *chat.mcp_servers]
+                await workspace.mcp.acquire(session_id, servers, log.warning)
+                runtime.prompt(session_id, text)
+            else:
+                request = StartSessionParams(task=text, mcp_servers=chat.mcp_servers)
+                session = await workspace.start_session(request, session_id=session_id)
+                chat.started = True
+                info = SessionInfoUpdate(
+                    session_update="session_info_update",
+                    title=text[:TITLE_CHARS],
+                    updated_at=_iso(session.updated_at),
+                )
+                chat.workspace.post(session_id, info)
+            if chat.cancels != ticket:  # cancelled while its MCP servers started
+                return PromptResponse(stop_reason="cancelled")
+            summary = await runtime.run(session_id)
+        reason = summary.stop_reason
+        if reason is StopReason.ERROR:
+            raise RequestError(
+                -32603, summary.last.error or "the model server failed", {"reason": "model_failed"}
+            )
+        note = STOP_NOTES.get(reason) if reason is not None else None
+        if note is not None:
+            text = note.format(max_steps=summary.session.config.max_steps)
+            chat.workspace.post(session_id, helpers.update_agent_message_text(text))
+        return PromptResponse(stop_reason=_ACP_STOP.get(reason, "end_turn") if reason else "end_turn")
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        chat = self._chats.get(session_id)
+        if chat is None:
+            return
+        chat.cancels += 1
+        chat.workspace.runtime.cancel(session_id)
+
+    # -- parts ----------------------------------------------------------------------------------
+
+    def _chat(self, session_id: str) -> Chat:
+        chat = self._chats.get(session_id)
+        if chat is None:
+            raise AgentError(
+                f"unknown session {session_id!r} in this agent: make it with session/new, "
+                "or take it up with session/load or session/resume",
+                session_id=session_id,
+            )
+        return chat
+
+    def _adopt(
+        self, session_id: str, workspace: Workspace, *, started: bool, mcp_servers: list[Any] | None
+    ) -> Chat:
+        servers = _mcp_servers(mcp_servers)
+        chat = self._chats.get(session_id)
+        if chat is not None:
+            chat.mcp_servers = servers
+            return chat
+        chat = self._chats[session_id] = Chat(session_id, workspace, started, servers)
+
+        def on_event(event: AgentEvent) -> None:
+            update = updates.update_for(event, updates.kind_of)
+            if update is not None:
+                workspace.post(event.session_id, update)
+
+        chat.unwatch = workspace.watch(session_id, on_event)
+        return chat
+
+    async def _workspace(self, cwd: str) -> Workspace:
+        root = Path(cwd)
+        if not root.is_absolute():
+            raise AgentError(f"cwd must be an absolute path, got {cwd!r}", cwd=cwd)
+        if not root.is_dir():
+            raise AgentError(f"cwd {cwd!r} is not a directory", cwd=cwd)
+        root = root.resolve()
+        workspace = self._workspaces.get(root)
+        if workspace is None:
+            from .workspace import Workspace  # the adapters load with the first workspace
+
+            options, config = workspace_config.resolve(root, {"workspaceTrusted": self._trusted}, self._env)
+            workspace = Workspace(root, options, config, self._transport, self._conn)
+            self._workspaces[root] = workspace
+            editor_fs.register(workspace.registry, self._fs)
+            for problem in await workspace.restore_tools():
+                log.warning("could not restore a tool registration: %s", problem)
+            if not self._trusted and workspace_config.needs_trust(config):
+                log.warning(
+                    "%s: its tools, approval allow-list and llm.base_url wait for `mini-agent acp --trust`",
+                    config.source,
+                )
+        return workspace
+
+
+_ACP_STOP: dict[StopReason, Any] = {
+    StopReason.END_TURN: "end_turn",
+    StopReason.CANCELLED: "cancelled",
+    StopReason.MAX_TURN_REQUESTS: "max_turn_requests",
+    StopReason.LOOP_DETECTED: "max_turn_requests",
+}
+
+
+def _mcp_servers(raw: list[Any] | None) -> list[McpServer]:
+    """ACP's server descriptions as the MCP tool source takes them; stdio and HTTP, not SSE."""
+    dumped = [server.model_dump(mode="json", by_alias=True, exclude_none=True) for server in raw or []]
+    for server in dumped:
+        server.pop("_meta", None)
+    return parse("mcpServers", {"task": "-", "mcpServers": dumped}, StartSessionParams).mcp_servers
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise AgentError(f"cursor {cursor!r} did not come from session/list", cursor=cursor)
+    return int(cursor)

@@ -1,0 +1,90 @@
+"""`read_text_file` and `write_text_file`: tools the editor runs, through ACP's `fs/*` requests.
+
+Offered when the client advertises `fs.readTextFile` / `fs.writeTextFile`, so the agent reads unsaved
+buffers and its writes land in the editor (which may show them, undo them, or save them). They are
+client tools in the registry, like `agent/registerTool {client: true}` on the LSP door; a write always
+requires approval, and its permission request carries the change as a `diff` so the editor can show a
+real review.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp.connection import Connection
+from acp.schema import FileSystemCapabilities, ReadTextFileResponse
+
+from ..contracts import ToolCall
+
+if TYPE_CHECKING:
+    from ..tools import ToolRegistry
+
+READ = "read_text_file"
+WRITE = "write_text_file"
+
+_PATH = {"type": "string", "description": "The file, absolute or relative to the workspace root."}
+_READ_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": _PATH,
+        "line": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
+        "limit": {"type": "integer", "minimum": 1, "description": "How many lines at most."},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+_WRITE_SCHEMA = {
+    "type": "object",
+    "properties": {"path": _PATH, "content": {"type": "string", "description": "The file's whole new text."}},
+    "required": ["path", "content"],
+    "additionalProperties": False,
+}
+
+
+def register(registry: ToolRegistry, fs: FileSystemCapabilities | None) -> None:
+    """Offer the tools this client can run."""
+    if fs is not None and fs.read_text_file:
+        registry.register_client_tool(
+            READ, "Read a text file as the editor has it, unsaved changes included.", _READ_SCHEMA
+        )
+    if fs is not None and fs.write_text_file:
+        registry.register_client_tool(
+            WRITE,
+            "Replace a text file's whole content in the editor (the user reviews the change).",
+            _WRITE_SCHEMA,
+            requires_approval=True,
+        )
+
+
+def absolute(root: Path, path: str) -> str:
+    """ACP wants absolute paths; the model may well write them relative to the workspace."""
+    return str(Path(path) if Path(path).is_absolute() else root / path)
+
+
+async def run(conn: Connection, root: Path, session_id: str, name: str, args: dict[str, Any]) -> str:
+    path = absolute(root, args["path"])
+    if name == READ:
+        bounds = {key: args[key] for key in ("line", "limit") if key in args}
+        answer = await conn.send_request(
+            "fs/read_text_file", {"sessionId": session_id, "path": path, **bounds}
+        )
+        return ReadTextFileResponse.model_validate(answer).content
+    content = args["content"]
+    await conn.send_request("fs/write_text_file", {"sessionId": session_id, "path": path, "content": content})
+    return f"Wrote {len(content.splitlines())} lines to {path}."
+
+
+async def review(conn: Connection, root: Path, session_id: str, call: ToolCall) -> dict[str, Any]:
+    """What a permission request for `call` adds: for a write, the change as a diff against the text
+    the editor has now (none when the file is new), and where it lands."""
+    path = call.arguments.get("path")
+    if call.name != WRITE or not isinstance(path, str) or not isinstance(call.arguments.get("content"), str):
+        return {}
+    target = absolute(root, path)
+    diff: dict[str, Any] = {"type": "diff", "path": target, "newText": call.arguments["content"]}
+    try:
+        diff["oldText"] = await run(conn, root, session_id, READ, {"path": target})
+    except Exception:  # a new file, or an editor that cannot read it: the diff shows it all as new
+        diff["oldText"] = None
+    return {"content": [diff], "locations": [{"path": target}]}

@@ -1,0 +1,171 @@
+"""The core's events as ACP `session/update` payloads, and ACP prompt blocks as the user's words.
+
+Pure mapping, the ACP twin of `wire.update_body`: one `match` over the event types. The runtime's
+status changes have no ACP update (a turn's end is the `session/prompt` answer), so they map to None.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, assert_never
+
+from acp import helpers
+from acp.schema import (
+    AudioContentBlock,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    ResourceContentBlock,
+    TextContentBlock,
+    TextResourceContents,
+    ToolKind,
+    UsageUpdate,
+)
+
+from ..contracts import Observation, Role, TokenUsage, ToolCall
+from ..events import (
+    AgentEvent,
+    AnswerChunk,
+    StatusChanged,
+    ThoughtChunk,
+    ToolCallFinished,
+    ToolCallPending,
+    ToolCallStarted,
+    UsageReported,
+)
+from ..session import AgentSession
+from ..trajectory import step_events
+
+Update = Any  # one of the SDK's session-update models
+PromptBlock = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+KindOf = Callable[[str], ToolKind]
+TITLE_VALUE_CHARS = 60
+
+
+def kind_of(name: str) -> ToolKind:
+    """ACP's tool kind; our tools declare none yet, so all are `other` but the editor's file tools."""
+    return {"read_text_file": "read", "write_text_file": "edit"}.get(name, "other")  # type: ignore[return-value]
+
+
+def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
+    """`event` as a session update; None for what ACP has no update for (status changes)."""
+    match event:
+        case ThoughtChunk(text=text):
+            return helpers.update_agent_thought_text(text)
+        case AnswerChunk(text=text):
+            return helpers.update_agent_message_text(text)
+        case ToolCallPending(call=call):
+            return helpers.start_tool_call(
+                call.id, title(call), kind=kind_of(call.name), status="pending", raw_input=raw_input(call)
+            )
+        case ToolCallStarted(call_id=call_id):
+            return helpers.update_tool_call(call_id, status="in_progress")
+        case ToolCallFinished(observation=obs):
+            return helpers.update_tool_call(
+                obs.call_id,
+                status="failed" if obs.is_error else "completed",
+                content=[helpers.tool_content(helpers.text_block(obs.output))],
+                raw_output=raw_output(obs),
+            )
+        case UsageReported(usage=step, total=total):
+            return usage_update(step, total)
+        case StatusChanged():
+            return None
+        case _:
+            assert_never(event)
+
+
+def permission_call(call: ToolCall, kind: ToolKind) -> dict[str, Any]:
+    """The `toolCall` of a session/request_permission: the pending call as the client already has it."""
+    update = helpers.update_tool_call(
+        call.id, title=title(call), kind=kind, status="pending", raw_input=raw_input(call)
+    )
+    body: dict[str, Any] = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body.pop("sessionUpdate", None)
+    return body
+
+
+def history(session: AgentSession, kind_of: KindOf) -> list[Update]:
+    """A stored session as `session/load` replays it: each user turn as a `user_message_chunk`, before
+    the steps that answered it, and each step as the lasting updates `trajectory.step_events` makes."""
+    out: list[Update] = []
+    turns = user_turns(session)
+    total = TokenUsage()
+    for record in session.steps:
+        out += [helpers.update_user_message_text(text) for at, text in turns if at == record.index]
+        total = total + record.usage
+        out += [u for e in step_events(session.session_id, record, total) if (u := update_for(e, kind_of))]
+    out += [helpers.update_user_message_text(text) for at, text in turns if at >= len(session.steps)]
+    return out
+
+
+def user_turns(session: AgentSession) -> list[tuple[int, str]]:
+    """Each user message with the index of the step that came after it (one assistant message a step)."""
+    turns: list[tuple[int, str]] = []
+    steps = 0
+    for message in session.messages:
+        if message.role is Role.USER:
+            turns.append((steps, message.content))
+        elif message.role is Role.ASSISTANT:
+            steps += 1
+    return turns
+
+
+def usage_update(step: TokenUsage, total: TokenUsage) -> UsageUpdate:
+    """`used` is the context the last model turn filled; the window's size is not known to the agent
+    (an OpenAI-compatible server does not say it), so `size` is 0 and the totals travel in `_meta`."""
+    meta = {
+        "promptTokens": total.prompt_tokens,
+        "completionTokens": total.completion_tokens,
+        "cachedTokens": total.cached_tokens,
+    }
+    used = step.prompt_tokens + step.completion_tokens
+    return UsageUpdate(session_update="usage_update", used=used, size=0, field_meta={"miniAgent": meta})
+
+
+def title(call: ToolCall) -> str:
+    """The tool's name first, as a call: clients cut titles at the first colon."""
+    if call.parse_error is not None:
+        return f"{call.name}({call.raw_arguments})"
+    args = ", ".join(
+        f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in call.arguments.items()
+    )
+    return f"{call.name}({args})"
+
+
+def raw_input(call: ToolCall) -> Any:
+    return call.arguments if call.parse_error is None else {"rawArguments": call.raw_arguments}
+
+
+def raw_output(obs: Observation) -> dict[str, Any]:
+    out: dict[str, Any] = {"output": obs.output, "isError": obs.is_error}
+    if obs.truncated:
+        out["truncated"] = True
+    if obs.logs:
+        out["logs"] = obs.logs
+    return out
+
+
+def prompt_text(blocks: Sequence[PromptBlock]) -> str:
+    """The user's words: text as is, a linked resource by name and URI, an embedded text resource as
+    context. Images and audio are not advertised, so a client that sends them anyway gets a note."""
+    parts: list[str] = []
+    for block in blocks:
+        match block:
+            case TextContentBlock(text=text):
+                parts.append(text)
+            case ResourceContentBlock(name=name, uri=uri):
+                parts.append(f"[{name}]({uri})")
+            case EmbeddedResourceContentBlock(resource=TextResourceContents(uri=uri, text=text)):
+                parts.append(f'<context uri="{uri}">\n{text}\n</context>')
+            case EmbeddedResourceContentBlock(resource=resource):
+                parts.append(f"(binary resource {resource.uri} left out)")
+            case _:
+                parts.append(f"({block.type} content left out: this agent reads text only)")
+    return "\n\n".join(parts)
