@@ -162,3 +162,27 @@ async def test_cli_flag_beats_the_file_which_beats_the_environment(workspace: Pa
     assert json.loads(by_file.stdout.splitlines()[-1])["finalAnswer"] == "one"
     assert by_flag.returncode == 0, by_flag.stderr
     assert [r["model"] for r in model.requests] == ["file-model", "flag-model"]
+
+
+def test_every_tool_mode_and_the_context_window_can_be_set_in_the_file(tmp_path: Path) -> None:
+    """The file offers what the options offer: json mode (small local models) and the window size."""
+    write(tmp_path, ".mini-agent/config.toml", '[llm]\ntool_mode = "json"\ncontext_window = 2048\n')
+    options, _ = workspace_config.resolve(tmp_path, None, {})
+    assert (options.llm.tool_mode, options.llm.context_window) == ("json", 2048)
+
+
+@pytest.mark.asyncio
+async def test_acp_usage_reports_the_window_from_the_file(workspace: Path) -> None:
+    """ACP's `usage_update` carries `size`: the window the file names, as the context budget uses it."""
+    async with ReplayServer([{"content": "Final Answer: ok"}]) as model:
+        write(
+            workspace,
+            ".mini-agent/config.toml",
+            f'[llm]\nbase_url = "{model.base_url}"\ncontext_window = 4096\n',
+        )
+        async with acp_agent(workspace, trust=True) as (conn, _, recorder):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            answer = await conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert answer.stop_reason == "end_turn"
+    usage = [u for u in recorder.of(session.session_id) if u["sessionUpdate"] == "usage_update"]
+    assert usage and all(u["size"] == 4096 and 0 < u["used"] <= 4096 for u in usage), usage

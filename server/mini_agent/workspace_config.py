@@ -45,9 +45,10 @@ class _Strict(BaseModel):
 class _LLMKeys(_Strict):
     base_url: str | None = Field(default=None, min_length=1)
     model: str | None = Field(default=None, min_length=1)
-    tool_mode: Literal["react", "native", "auto"] | None = None
+    tool_mode: Literal["react", "native", "json", "auto"] | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
+    context_window: int | None = Field(default=None, ge=1)
 
 
 class _ApprovalKeys(_Strict):

@@ -73,8 +73,8 @@ def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
                 content=[helpers.tool_content(helpers.text_block(obs.output))],
                 raw_output=raw_output(obs),
             )
-        case UsageReported(usage=step, total=total):
-            return usage_update(step, total)
+        case UsageReported(usage=step, total=total, used=used, size=size):
+            return usage_update(step, total, used, size)
         case StatusChanged():
             return None
         case _:
@@ -117,16 +117,16 @@ def user_turns(session: AgentSession) -> list[tuple[int, str]]:
     return turns
 
 
-def usage_update(step: TokenUsage, total: TokenUsage) -> UsageUpdate:
-    """`used` is the context the last model turn filled; the window's size is not known to the agent
-    (an OpenAI-compatible server does not say it), so `size` is 0 and the totals travel in `_meta`."""
+def usage_update(step: TokenUsage, total: TokenUsage, used: int = 0, size: int = 0) -> UsageUpdate:
+    """`used` of `size`: the context the last model turn filled, of the model's window as the context
+    budget knows it (0 when it does not); the session's token totals travel in `_meta`."""
     meta = {
         "promptTokens": total.prompt_tokens,
         "completionTokens": total.completion_tokens,
         "cachedTokens": total.cached_tokens,
     }
-    used = step.prompt_tokens + step.completion_tokens
-    return UsageUpdate(session_update="usage_update", used=used, size=0, field_meta={"miniAgent": meta})
+    used = used or step.prompt_tokens + step.completion_tokens
+    return UsageUpdate(session_update="usage_update", used=used, size=size, field_meta={"miniAgent": meta})
 
 
 def title(call: ToolCall) -> str:
