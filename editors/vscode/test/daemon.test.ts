@@ -261,11 +261,15 @@ describe("cancel", () => {
   after(() => closeRig(r));
 
   test("agent/cancel during a slow model reply ends the step as cancelled; Resume runs the session on", async () => {
-    r = await rig([{ delay: 60, content: "Final Answer: too late" }, { content: "Final Answer: resumed after the cancel" }]);
+    // The reply starts at once and then stalls, so the cancel surely meets a request in flight (a cancel
+    // that came before the request would leave the slow turn for the resumed run).
+    const slow = { chunks: ["Thought: waiting for the model", "\nFinal Answer: too late"], chunk_delay: 60 };
+    r = await rig([slow, { content: "Final Answer: resumed after the cancel" }]);
     const { sessionId } = await r.client.startSession("wait for a slow model");
     const running = r.client.run(sessionId);
     const store = r.store;
-    await waitFor((listener) => store.onDidChange(listener), () => store.get(sessionId)?.status === "running");
+    const streaming = () => store.get(sessionId)?.entries.some((e) => e.kind === "thought") ?? false;
+    await waitFor((listener) => store.onDidChange(listener), streaming);
     assert.match(statusLabel(store.get(sessionId)!), /^\$\(sync~spin\) mini-agent: step 1/);
 
     const answer = await r.client.cancel(sessionId);
