@@ -35,7 +35,8 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, PydanticJsonSchemaWarning
 from pydantic_core import PydanticSerializationError, to_json
 
-from mini_agent.tools.decorators import OPTIONS_ATTRIBUTE, ToolOptions
+from mini_agent.contracts import ToolOptions
+from mini_agent.tools.decorators import OPTIONS_ATTRIBUTE
 
 JsonSchema = dict[str, Any]
 _Kind = inspect._ParameterKind
