@@ -29,12 +29,11 @@ from mini_agent.contracts import (
     Observation,
     ToolCall,
     ToolOptions,
-    ToolSource,
     ToolSpec,
 )
 from mini_agent.errors import AgentError
-from mini_agent.tools.host import CallResult, LoadError, ToolHost
-from mini_agent.tools.protocol import cap_text
+from mini_agent.tools.host import LoadError, ToolHost
+from mini_agent.tools.protocol import CallResult, DescribedTool, cap_text
 from mini_agent.tools.validation import invalid_arguments
 
 ClientToolCaller = Callable[[str, ToolCall], Awaitable[Any]]
@@ -312,8 +311,7 @@ class ToolRegistry:
             described = await self._host.load(
                 absolute,
                 function=registration.function,
-                name=registration.options.name,
-                description=registration.options.description,
+                options=registration.options,
                 timeout=self._timeout_sec,
             )
         except LoadError as exc:
@@ -414,18 +412,13 @@ class ToolRegistry:
         return ", ".join(spec.name for spec in self.list()) or "(none)"
 
 
-def _spec(registration: _FileRegistration, described: dict[str, Any]) -> ToolSpec:
-    declared = ToolOptions(
-        requires_approval=bool(described["requiresApproval"]),
-        idempotent=bool(described["idempotent"]),
-        timeout_sec=described["timeoutSec"],
-    )
-    options = registration.options.over(declared)
+def _spec(registration: _FileRegistration, described: DescribedTool) -> ToolSpec:
+    options = registration.options.over(described.options)
     return ToolSpec(
-        name=described["name"],
-        description=described["description"],
-        input_schema=described["inputSchema"],
-        source=ToolSource(registration.path, described["source"]["function"], described["source"]["line"]),
+        name=described.name,
+        description=described.description,
+        input_schema=described.input_schema,
+        source=dataclasses.replace(described.source, path=registration.path),
         requires_approval=options.requires_approval,
         idempotent=options.idempotent,
         timeout_sec=options.timeout_sec,
