@@ -130,7 +130,7 @@ async def wait_until(predicate: object, what: str) -> None:
 @pytest.mark.asyncio
 async def test_load_returns_tool_dicts(host: ToolHost, tools_file: Path) -> None:
     tools = await host.load(tools_file, function="echo")
-    assert tools == [
+    assert [tool.wire() for tool in tools] == [
         {
             "name": "echo",
             "description": "Repeat text.",

@@ -467,7 +467,7 @@ def test_decorator_options(tmp_path: Path) -> None:
     module = load(tmp_path, source)
     plain = reflect(module.plain)
     assert (plain.name, plain.description, plain.options.requires_approval) == ("plain", "Plain.", False)
-    configured = reflect(module.configured).describe("t.py")
+    configured = reflect(module.configured).describe("t.py").wire()
     assert configured["name"] == "renamed" and configured["description"] == "Custom."
     assert (configured["requiresApproval"], configured["idempotent"], configured["timeoutSec"]) == (
         True,

@@ -155,6 +155,33 @@ class ToolSource:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """How one tool is offered and run, declared once: the `@tool` decorator, agent/registerTool's
+    params, the registry and the tool host all carry this type, so its rule below is the only check."""
+
+    name: str | None = None
+    description: str | None = None
+    requires_approval: bool = False
+    idempotent: bool = False
+    timeout_sec: float | None = None  # None: the daemon's `tools.timeoutSec`
+
+    def __post_init__(self) -> None:
+        if self.timeout_sec is not None and self.timeout_sec <= 0:
+            raise ValueError(f"a tool's timeout must be positive, got {self.timeout_sec:g}")
+
+    def over(self, declared: ToolOptions) -> ToolOptions:
+        """These options (a registration's) on top of `declared` (the decorator's): a value set here
+        wins, and either side alone can ask for approval or mark the tool idempotent."""
+        return ToolOptions(
+            self.name or declared.name,
+            self.description or declared.description,
+            self.requires_approval or declared.requires_approval,
+            self.idempotent or declared.idempotent,
+            declared.timeout_sec if self.timeout_sec is None else self.timeout_sec,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool as the model and the client see it (MCP's `Tool` shape)."""
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, get_type_hint
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 from pydantic.alias_generators import to_camel
 
+from . import contracts
 from .contracts import MAX_OUTPUT_BYTES, MAX_STEPS, TOOL_TIMEOUT_SEC, LLMConfig
 from .errors import AgentError
 from .redact import hide_secret
@@ -106,9 +107,21 @@ class RegisterToolParams(Params):
     description: str | None = None
     requires_approval: bool = False
     idempotent: bool = False
-    timeout_sec: float | None = Field(default=None, gt=0)
+    timeout_sec: float | None = None
     client: bool = False
     input_schema: dict[str, Any] | None = None
+
+    @field_validator("timeout_sec")
+    @classmethod
+    def _one_rule(cls, value: float | None) -> float | None:
+        """The tool-options type's own check, so every door refuses a bad timeout alike."""
+        contracts.ToolOptions(timeout_sec=value)
+        return value
+
+    def options(self) -> contracts.ToolOptions:
+        return contracts.ToolOptions(
+            self.name, self.description, self.requires_approval, self.idempotent, self.timeout_sec
+        )
 
 
 class NameParams(Params):

@@ -7,21 +7,13 @@ imports: it only attaches options that the tool host's reflection reads later.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar, overload
+
+from mini_agent.contracts import ToolOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 OPTIONS_ATTRIBUTE = "__mini_agent_tool__"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolOptions:
-    name: str | None = None
-    description: str | None = None
-    requires_approval: bool = False
-    idempotent: bool = False
-    timeout_sec: float | None = None
 
 
 @overload
@@ -55,8 +47,6 @@ def tool(
 
     The function itself is returned unchanged, so it stays callable and testable as plain Python.
     """
-    if timeout_sec is not None and timeout_sec <= 0:
-        raise ValueError(f"timeout_sec must be positive, got {timeout_sec}")
     options = ToolOptions(name, description, requires_approval, idempotent, timeout_sec)
 
     def mark(target: F) -> F:

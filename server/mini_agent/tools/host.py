@@ -26,13 +26,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from mini_agent.contracts import MAX_OUTPUT_BYTES, TOOL_TIMEOUT_SEC
+from mini_agent.contracts import MAX_OUTPUT_BYTES, TOOL_TIMEOUT_SEC, ToolOptions
 from mini_agent.tools import protocol, reaper
+from mini_agent.tools.protocol import CallRequest, CallResult, DescribedTool, LoadReply, LoadRequest
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 # `-P` keeps the workspace (the cwd) off sys.path while the host imports its own dependencies, so a
@@ -46,6 +47,8 @@ _EXIT_GRACE_SEC = 2.0
 # What the daemon itself, its CLI and editors read the model's key from.
 SECRET_VARIABLES = frozenset({"OPENAI_API_KEY", "MINI_AGENT_API_KEY"})
 _READ_CHUNK = 65536
+R = TypeVar("R")  # the reply type a request expects
+_DECORATED = ToolOptions()  # a load that sets nothing: names and descriptions come from the file
 
 
 class LoadError(Exception):
@@ -62,14 +65,6 @@ class HostDied(Exception):
     def __init__(self, message: str, logs: str = "") -> None:
         super().__init__(message)
         self.logs = logs  # what the failed request printed before the host died
-
-
-@dataclass(frozen=True, slots=True)
-class CallResult:
-    output: str
-    is_error: bool = False
-    truncated: bool = False
-    logs: str = ""
 
 
 class _Exited(asyncio.SubprocessProtocol):
@@ -217,7 +212,7 @@ class _Worker:
         worker = cls(transport, exited, _FrameReader(reply_r), request_w, log_fd, settings.max_output)
         timeout = settings.start_timeout
         try:
-            worker.pid = int((await worker.receive(timeout))["pid"])
+            worker.pid = (await worker.receive(protocol.Ready.of, timeout)).pid
         except BaseException as exc:
             worker.kill()
             if isinstance(exc, HostDied | TimeoutError):
@@ -226,8 +221,10 @@ class _Worker:
             raise
         return worker
 
-    async def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Send one request and wait up to `timeout` for its reply (TimeoutError past it)."""
+    async def request(
+        self, message: protocol.Request, reply: Callable[[dict[str, Any]], R], timeout: float
+    ) -> R:
+        """Send one request and wait up to `timeout` for its `reply` (TimeoutError past it)."""
         try:
             frame = protocol.encode(message)
         except ValueError as exc:
@@ -236,11 +233,11 @@ class _Worker:
             _write_all(self.request_fd, frame)
         except OSError as exc:
             raise await self._died(await self._exit_description()) from exc
-        return await self.receive(timeout)
+        return await self.receive(reply, timeout)
 
-    async def receive(self, timeout: float) -> dict[str, Any]:
+    async def receive(self, reply: Callable[[dict[str, Any]], R], timeout: float) -> R:
         try:
-            return await self.reader.frame(timeout)
+            return protocol.read(await self.reader.frame(timeout), reply)
         except EOFError as exc:
             raise await self._died(await self._exit_description()) from exc
         except protocol.ProtocolError as exc:
@@ -323,18 +320,18 @@ class ToolHost:
         path: Path,
         *,
         function: str | None = None,
-        name: str | None = None,
-        description: str | None = None,
+        options: ToolOptions = _DECORATED,
         timeout: float = TOOL_TIMEOUT_SEC,
-    ) -> list[dict[str, Any]]:
-        """Execute `path` afresh in a host and return its tool dicts; other hosts follow lazily."""
+    ) -> tuple[DescribedTool, ...]:
+        """Execute `path` afresh in a host and describe its tools (`options` names and describes a
+        single `function`); other hosts follow lazily."""
         key = str(path)
-        request = {"op": "load", "path": key, "function": function, "name": name, "description": description}
+        request = LoadRequest(key, function, options.name, options.description)
         try:
             async with self._lease() as worker:
                 worker.loaded.pop(key, None)  # even a failed load has replaced the module there
-                reply = await worker.request(request, timeout)
-                if reply.get("ok"):
+                reply = await worker.request(request, LoadReply.of, timeout)
+                if reply.error is None:
                     generation = self._generation.get(key, 0) + 1
                     self._generation[key] = generation
                     worker.loaded[key] = generation
@@ -344,10 +341,9 @@ class ToolHost:
             raise LoadError(f"{exc} while importing {path.name}") from exc
         except Unsendable as exc:
             raise LoadError(f"cannot register {path.name}: {exc}") from None
-        if not reply.get("ok"):
-            raise LoadError(str(reply.get("error")))
-        tools: list[dict[str, Any]] = reply["tools"]
-        return tools
+        if reply.error is not None:
+            raise LoadError(reply.error)
+        return reply.tools
 
     async def call(
         self, path: Path, function: str, *, tool_name: str, arguments: Any, timeout: float
@@ -357,16 +353,10 @@ class ToolHost:
         try:
             async with self._lease() as worker:
                 generation = self._generation.get(key, 0)
-                request = {
-                    "op": "call",
-                    "path": key,
-                    "function": function,
-                    "tool": tool_name,
-                    "arguments": arguments,
-                    "reload": worker.loaded.get(key, 0) != generation,
-                }
+                stale = worker.loaded.get(key, 0) != generation
+                request = CallRequest(key, function, tool_name, arguments, stale)
                 try:
-                    reply = await worker.request(request, timeout)
+                    reply = await worker.request(request, CallResult.of, timeout)
                 except TimeoutError:
                     logs = worker.logs()
                     await worker.stop()
@@ -378,9 +368,7 @@ class ToolHost:
                 worker.loaded[key] = generation
         except HostDied as exc:  # the host could not even start
             return CallResult(f"cannot run {tool_name}: {exc}", True)
-        return CallResult(
-            reply["output"], bool(reply["isError"]), bool(reply.get("truncated")), reply["logs"]
-        )
+        return reply
 
     async def aclose(self) -> None:
         workers = [*self._idle, *self._busy]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import faulthandler
 import importlib.util
 import inspect
@@ -34,6 +35,7 @@ from typing import Any, BinaryIO
 
 from mini_agent.contracts import MAX_OUTPUT_BYTES
 from mini_agent.tools import protocol, reaper
+from mini_agent.tools.protocol import CallRequest, CallResult, DescribedTool, LoadReply, LoadRequest, Request
 from mini_agent.tools.reflect import (
     ArgumentsError,
     ReflectedTool,
@@ -66,7 +68,7 @@ class Channel:
         body = self._in.read(protocol.frame_length(header))
         return protocol.decode(body)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: protocol.Message) -> None:
         view = memoryview(protocol.encode(message))
         while view:
             view = view[os.write(self._out, view) :]
@@ -133,8 +135,8 @@ class Workspace:
 
     def describe(
         self, path: str, function: str | None, name: str | None, description: str | None
-    ) -> list[Any]:
-        """The tool dicts for one function or all public ones of a loaded file."""
+    ) -> list[DescribedTool]:
+        """One function or all public ones of a loaded file, described."""
         module = self._modules[path]
         chosen = [function] if function else list(public_functions(module))
         if not chosen:
@@ -183,56 +185,45 @@ class Host:
         self._max_memory_mb = max_memory_mb
         self._workspace = Workspace()
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
-        if op == "load":
+    def handle(self, request: Request) -> LoadReply | CallResult:
+        if isinstance(request, LoadRequest):
             return self._load(request)
-        if op == "call":
-            return self._call(request)
-        return {"ok": False, "error": f"unknown request {op!r}"}
+        return self._call(request)
 
-    def unsendable(self, request: dict[str, Any], exc: ValueError) -> dict[str, Any]:
+    def unsendable(self, request: Request, exc: ValueError) -> LoadReply | CallResult:
         """The error reply for a reply that cannot be encoded."""
         problem = f"the tool host cannot send its reply: {_one_line(exc)}"
-        if request.get("op") == "call":
-            return {
-                "output": f"{request['tool']}: {problem}",
-                "isError": True,
-                "truncated": False,
-                "logs": "",
-            }
-        return {"ok": False, "error": problem}
+        if isinstance(request, CallRequest):
+            return CallResult(f"{request.tool}: {problem}", True)
+        return LoadReply(error=problem)
 
-    def _load(self, request: dict[str, Any]) -> dict[str, Any]:
-        path = request["path"]
+    def _load(self, request: LoadRequest) -> LoadReply:
+        path = request.path
         with self._capture.active():
             try:
                 self._workspace.load(path)
-                tools = self._workspace.describe(
-                    path, request.get("function"), request.get("name"), request.get("description")
-                )
-                reply: dict[str, Any] = {"ok": True, "tools": tools}
+                tools = self._workspace.describe(path, request.function, request.name, request.description)
+                reply = LoadReply(tuple(tools))
             except LoadFailure as exc:
-                reply = {"ok": False, "error": str(exc)}
-        return {**reply, "logs": self._capture.take()}
+                reply = LoadReply(error=str(exc))
+        return dataclasses.replace(reply, logs=self._capture.take())
 
-    def _call(self, request: dict[str, Any]) -> dict[str, Any]:
-        label = request["tool"]
+    def _call(self, request: CallRequest) -> CallResult:
         with self._capture.active():
-            output, is_error = self._run(request, label)
+            output, is_error = self._run(request)
         output, truncated = protocol.cap_text(output, self._max_output)
-        return {"output": output, "isError": is_error, "truncated": truncated, "logs": self._capture.take()}
+        return CallResult(output, is_error, truncated, self._capture.take())
 
-    def _run(self, request: dict[str, Any], label: str) -> tuple[str, bool]:
-        path = request["path"]
+    def _run(self, request: CallRequest) -> tuple[str, bool]:
+        label, path = request.tool, request.path
         try:
-            if request.get("reload") or not self._workspace.loaded(path):
+            if request.reload or not self._workspace.loaded(path):
                 self._workspace.load(path)
-            tool = self._workspace.tool(path, request["function"])
+            tool = self._workspace.tool(path, request.function)
         except LoadFailure as exc:
             return f"cannot run {label}: {exc}", True
         try:
-            return _unicode_only(render_result(tool.invoke(request.get("arguments", {})))), False
+            return _unicode_only(render_result(tool.invoke(request.arguments))), False
         except ArgumentsError as exc:
             return f"Invalid arguments for {label}:\n{exc}", True
         except ResultError as exc:
@@ -284,8 +275,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, os.getcwd())  # the workspace root: tools may import their sibling modules
     channel = Channel(args.request_fd, args.reply_fd)
     host = Host(Capture(args.log_fd, args.max_output), args.max_output, args.max_memory_mb)
-    channel.send({"ready": True, "pid": os.getpid()})
-    while (request := channel.receive()) is not None:
+    channel.send(protocol.Ready(os.getpid()))
+    while (raw := channel.receive()) is not None:
+        try:
+            request = protocol.read(raw, protocol.request_of)
+        except protocol.ProtocolError as exc:  # a request we do not know: say so, stay up
+            channel.send(LoadReply(error=str(exc)))
+            continue
         reply = host.handle(request)
         _end_descendants()  # before the reply: nothing a call started survives it
         try:

@@ -1,6 +1,9 @@
 """The daemon ⇄ tool host wire: length-prefixed JSON frames on a private pipe pair.
 
-Shared by both sides. fd 0/1/2 are never used for frames: whatever a tool prints cannot corrupt
+Shared by both sides, and the one place where a message's typed form meets its JSON object: each
+message class below writes itself (`wire`) and reads itself (`of`).
+
+fd 0/1/2 are never used for frames: whatever a tool prints cannot corrupt
 the protocol. JSON goes through pydantic_core (both processes load pydantic anyway): on the per-call
 path it is several times faster than the json module.
 """
@@ -9,9 +12,13 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from pydantic_core import from_json, to_json
+
+from mini_agent.contracts import ToolOptions, ToolSource
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 256 * 1024 * 1024
@@ -22,8 +29,171 @@ class ProtocolError(Exception):
     """A frame that cannot be decoded: the peer is broken or something wrote onto the pipe."""
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    body = to_json(message)
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """The host's first frame: it runs, and `pid` is the worker that runs the tools."""
+
+    pid: int
+
+    def wire(self) -> dict[str, Any]:
+        return {"ready": True, "pid": self.pid}
+
+    @classmethod
+    def of(cls, raw: dict[str, Any]) -> Ready:
+        return cls(int(raw["pid"]))
+
+
+@dataclass(frozen=True, slots=True)
+class LoadRequest:
+    """Import `path` afresh and describe `function` (None: every public one); `name` and
+    `description` win over the decorator's and the docstring's."""
+
+    path: str
+    function: str | None = None
+    name: str | None = None
+    description: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "op": "load",
+            "path": self.path,
+            "function": self.function,
+            "name": self.name,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CallRequest:
+    """Run `function` of `path` (imported again first when `reload`); `tool` names it in messages."""
+
+    path: str
+    function: str
+    tool: str
+    arguments: Any
+    reload: bool = False
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "op": "call",
+            "path": self.path,
+            "function": self.function,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "reload": self.reload,
+        }
+
+
+Request = LoadRequest | CallRequest
+
+
+def request_of(raw: dict[str, Any]) -> Request:
+    op = raw.get("op")
+    if op == "load":
+        return LoadRequest(raw["path"], raw.get("function"), raw.get("name"), raw.get("description"))
+    if op == "call":
+        return CallRequest(
+            raw["path"], raw["function"], raw["tool"], raw.get("arguments", {}), bool(raw.get("reload"))
+        )
+    raise ProtocolError(f"unknown request {op!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedTool:
+    """One reflected function as the host reports it; `options` holds what its decorator declared
+    about running it (approval, idempotence, timeout), its name and description are the ones chosen."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    source: ToolSource
+    options: ToolOptions
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "source": {"path": self.source.path, "function": self.source.function, "line": self.source.line},
+            "requiresApproval": self.options.requires_approval,
+            "idempotent": self.options.idempotent,
+            "timeoutSec": self.options.timeout_sec,
+        }
+
+    @classmethod
+    def of(cls, raw: dict[str, Any]) -> DescribedTool:
+        source = raw["source"]
+        options = ToolOptions(
+            requires_approval=bool(raw["requiresApproval"]),
+            idempotent=bool(raw["idempotent"]),
+            timeout_sec=raw["timeoutSec"],
+        )
+        return cls(
+            raw["name"],
+            raw["description"],
+            raw["inputSchema"],
+            ToolSource(source["path"], source["function"], source["line"]),
+            options,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReply:
+    """The tools a load found, or `error` (then `tools` is empty); `logs`: what importing printed."""
+
+    tools: tuple[DescribedTool, ...] = ()
+    error: str | None = None
+    logs: str = ""
+
+    def wire(self) -> dict[str, Any]:
+        if self.error is not None:
+            return {"ok": False, "error": self.error, "logs": self.logs}
+        return {"ok": True, "tools": [tool.wire() for tool in self.tools], "logs": self.logs}
+
+    @classmethod
+    def of(cls, raw: dict[str, Any]) -> LoadReply:
+        logs = str(raw.get("logs", ""))
+        if not raw["ok"]:
+            return cls(error=str(raw.get("error")), logs=logs)
+        return cls(tuple(DescribedTool.of(tool) for tool in raw["tools"]), logs=logs)
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """What one call produced: the host's reply, and what every other tool source answers too."""
+
+    output: str
+    is_error: bool = False
+    truncated: bool = False
+    logs: str = ""
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "output": self.output,
+            "isError": self.is_error,
+            "truncated": self.truncated,
+            "logs": self.logs,
+        }
+
+    @classmethod
+    def of(cls, raw: dict[str, Any]) -> CallResult:
+        return cls(raw["output"], bool(raw["isError"]), bool(raw.get("truncated")), raw["logs"])
+
+
+Message = Ready | LoadRequest | CallRequest | LoadReply | CallResult
+M = TypeVar("M")
+
+
+def read(raw: dict[str, Any], of: Callable[[dict[str, Any]], M]) -> M:
+    """`raw` as a typed message; a frame that lacks a key or holds a wrong type is a ProtocolError."""
+    try:
+        return of(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"malformed frame ({type(exc).__name__}: {exc})") from exc
+
+
+def encode(message: Message) -> bytes:
+    body = to_json(message.wire())
     return HEADER.pack(len(body)) + body
 
 

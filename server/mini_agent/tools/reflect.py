@@ -35,7 +35,9 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, PydanticJsonSchemaWarning
 from pydantic_core import PydanticSerializationError, to_json
 
-from mini_agent.tools.decorators import OPTIONS_ATTRIBUTE, ToolOptions
+from mini_agent.contracts import ToolOptions, ToolSource
+from mini_agent.tools.decorators import OPTIONS_ATTRIBUTE
+from mini_agent.tools.protocol import DescribedTool
 
 JsonSchema = dict[str, Any]
 _Kind = inspect._ParameterKind
@@ -85,17 +87,15 @@ class ReflectedTool:
     _extras: TypeAdapter[dict[str, Any]] | None
     _union_fields: frozenset[str]
 
-    def describe(self, path: str) -> dict[str, Any]:
-        """The wire form the tool host hands to the daemon."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "inputSchema": self.input_schema,
-            "source": {"path": path, "function": self.function_name, "line": self.line},
-            "requiresApproval": self.options.requires_approval,
-            "idempotent": self.options.idempotent,
-            "timeoutSec": self.options.timeout_sec,
-        }
+    def describe(self, path: str) -> DescribedTool:
+        """What the tool host tells the daemon of this tool."""
+        run = ToolOptions(
+            requires_approval=self.options.requires_approval,
+            idempotent=self.options.idempotent,
+            timeout_sec=self.options.timeout_sec,
+        )
+        source = ToolSource(path, self.function_name, self.line)
+        return DescribedTool(self.name, self.description, self.input_schema, source, run)
 
     def bind(self, arguments: object) -> tuple[list[Any], dict[str, Any]]:
         """Validate and coerce `arguments`; return what to pass positionally and by name."""

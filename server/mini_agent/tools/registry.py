@@ -28,12 +28,12 @@ from mini_agent.contracts import (
     TOOL_TIMEOUT_SEC,
     Observation,
     ToolCall,
-    ToolSource,
+    ToolOptions,
     ToolSpec,
 )
 from mini_agent.errors import AgentError
-from mini_agent.tools.host import CallResult, LoadError, ToolHost
-from mini_agent.tools.protocol import cap_text
+from mini_agent.tools.host import LoadError, ToolHost
+from mini_agent.tools.protocol import CallResult, DescribedTool, cap_text
 from mini_agent.tools.validation import invalid_arguments
 
 ClientToolCaller = Callable[[str, ToolCall], Awaitable[Any]]
@@ -63,11 +63,7 @@ class RegistrationError(AgentError):
 class _FileRegistration:
     path: str  # relative to the workspace root, POSIX separators
     function: str | None = None
-    name: str | None = None
-    description: str | None = None
-    requires_approval: bool = False
-    idempotent: bool = False
-    timeout_sec: float | None = None
+    options: ToolOptions = dataclasses.field(default_factory=ToolOptions)
 
     @property
     def key(self) -> _Key:
@@ -75,7 +71,7 @@ class _FileRegistration:
 
     def record(self) -> dict[str, Any]:
         """The keyword arguments of `register_file` that recreate this registration."""
-        return dataclasses.asdict(self)
+        return {"path": self.path, "function": self.function, **dataclasses.asdict(self.options)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +128,12 @@ class ToolRegistry:
         """Register one function or all public functions of a workspace file (replacing earlier ones)."""
         if name is not None:
             _check_name(name)
-        if timeout_sec is not None and timeout_sec <= 0:
-            raise RegistrationError(f"timeoutSec must be positive, got {timeout_sec}")
+        try:
+            options = ToolOptions(name, description, requires_approval, idempotent, timeout_sec)
+        except ValueError as exc:
+            raise RegistrationError(str(exc)) from None
         relative, _ = self._locate(path)
-        registration = _FileRegistration(
-            relative, function, name, description, requires_approval, idempotent, timeout_sec
-        )
+        registration = _FileRegistration(relative, function, options)
         async with self._lock:
             specs = await self._reflect(registration)
             with self._transaction():
@@ -315,8 +311,7 @@ class ToolRegistry:
             described = await self._host.load(
                 absolute,
                 function=registration.function,
-                name=registration.name,
-                description=registration.description,
+                options=registration.options,
                 timeout=self._timeout_sec,
             )
         except LoadError as exc:
@@ -417,16 +412,16 @@ class ToolRegistry:
         return ", ".join(spec.name for spec in self.list()) or "(none)"
 
 
-def _spec(registration: _FileRegistration, described: dict[str, Any]) -> ToolSpec:
-    timeout = registration.timeout_sec if registration.timeout_sec is not None else described["timeoutSec"]
+def _spec(registration: _FileRegistration, described: DescribedTool) -> ToolSpec:
+    options = registration.options.over(described.options)
     return ToolSpec(
-        name=described["name"],
-        description=described["description"],
-        input_schema=described["inputSchema"],
-        source=ToolSource(registration.path, described["source"]["function"], described["source"]["line"]),
-        requires_approval=registration.requires_approval or bool(described["requiresApproval"]),
-        idempotent=registration.idempotent or bool(described["idempotent"]),
-        timeout_sec=timeout,
+        name=described.name,
+        description=described.description,
+        input_schema=described.input_schema,
+        source=dataclasses.replace(described.source, path=registration.path),
+        requires_approval=options.requires_approval,
+        idempotent=options.idempotent,
+        timeout_sec=options.timeout_sec,
     )
 
 

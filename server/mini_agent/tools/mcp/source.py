@@ -26,9 +26,8 @@ from jsonschema import Draft202012Validator
 from mini_agent import __version__
 from mini_agent.contracts import ToolCall, ToolSpec
 from mini_agent.params import HttpMcpServer, McpServer
-from mini_agent.tools.host import CallResult
 from mini_agent.tools.mcp.convert import inline_refs, result_text, tool_name
-from mini_agent.tools.protocol import cap_text
+from mini_agent.tools.protocol import CallResult, cap_text
 from mini_agent.tools.registry import RegistrationError
 from mini_agent.tools.validation import invalid_arguments
 
