@@ -199,10 +199,7 @@ class MiniAgent:
             text = updates.prompt_text(prompt)
             workspace, runtime = chat.workspace, chat.workspace.runtime
             if chat.started:
-                # a session that ended its turn let its MCP servers go: the follow-up takes them up again
-                servers = [*workspace.options.mcp_servers, *chat.mcp_servers]
-                await workspace.mcp.acquire(session_id, servers, log.warning)
-                runtime.prompt(session_id, text)
+                await workspace.prompt(session_id, text, chat.mcp_servers)
             else:
                 request = StartSessionParams(task=text, mcp_servers=chat.mcp_servers)
                 session = await workspace.start_session(request, session_id=session_id)
