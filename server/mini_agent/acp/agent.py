@@ -136,7 +136,7 @@ class MiniAgent:
         workspace = await self._workspace(cwd)
         session = workspace.runtime.get(session_id)
         self._adopt(session_id, workspace, started=True, mcp_servers=mcp_servers)
-        for update in updates.history(session, updates.kind_of):
+        for update in updates.history(session, workspace.kind_of):
             workspace.post(session_id, update)
         return LoadSessionResponse()
 
@@ -254,7 +254,7 @@ class MiniAgent:
         chat = self._chats[session_id] = Chat(session_id, workspace, started, servers)
 
         def on_event(event: AgentEvent) -> None:
-            update = updates.update_for(event, updates.kind_of)
+            update = updates.update_for(event, workspace.kind_of)
             if update is not None:
                 workspace.post(event.session_id, update)
 
