@@ -237,8 +237,10 @@ async def test_mcp_servers_from_session_new_serve_the_task_and_the_follow_up(
             second = await conn.prompt(session_id=session.session_id, prompt=text("once more"))
             process.terminate()
             assert await process.wait() == 0
-    outputs = [c[-1]["rawOutput"]["output"] for c in calls(recorder.of(session.session_id)).values()]
+    by_call = calls(recorder.of(session.session_id)).values()
+    outputs = [c[-1]["rawOutput"]["output"] for c in by_call]
     assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    assert [c[0]["kind"] for c in by_call] == ["read", "read"]  # ping's readOnlyHint
     assert len(outputs) == 2 and all(output.startswith("pong from ") for output in outputs), outputs
     assert recorder.permission_requests == []  # ping is read-only
     started = [int(pid) for pid in pids.read_text().split()]

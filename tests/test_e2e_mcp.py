@@ -390,3 +390,26 @@ async def test_sessions_naming_one_server_share_it_until_the_last_one_ends(
         assert before["observations"][0]["output"] == after["observations"][0]["output"] == f"pong from {pid}"
         await client.request("agent/step", {"sessionId": second["sessionId"]})  # the last user ends
         assert await gone(lambda: not alive(pid))
+
+
+@pytest.mark.asyncio
+async def test_a_follow_up_prompt_takes_its_mcp_servers_up_again(
+    daemon_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    ping = action("fix_ping", {})
+    script = [ping, {"content": "Final Answer: one"}, ping, {"content": "Final Answer: two"}]
+    async with ReplayServer(script) as model:
+        client = await daemon_factory({**NO_STORE, "llm": {"baseUrl": model.base_url}})
+        session_id, _ = await first_step(client, "ping", [fixture_server(pids)])
+        await client.request("agent/run", {"sessionId": session_id})  # the turn ends: its server stops
+        (first,) = (int(line) for line in pids.read_text().split())
+        assert await gone(lambda: not alive(first))
+        await client.request("agent/prompt", {"sessionId": session_id, "text": "ping again"})
+        again = await client.request("agent/step", {"sessionId": session_id})
+        final = await client.request("agent/run", {"sessionId": session_id})
+    observation = again["observations"][0]
+    assert not observation["isError"], observation["output"]
+    started = [int(line) for line in pids.read_text().split()]  # started afresh by the prompt
+    assert started[0] == first and observation["output"] == f"pong from {started[1]}"
+    assert final["finalAnswer"] == "two"

@@ -195,6 +195,8 @@ class ToolSpec:
     client: bool = False
     timeout_sec: float | None = None
     mcp_server: str | None = None  # the MCP server it comes from
+    # the MCP annotations (readOnlyHint, ...) its server set, as (name, value): absent ones stay unknown
+    hints: tuple[tuple[str, bool], ...] = ()
 
     def to_openai(self) -> dict[str, Any]:
         """The `tools` entry of a chat-completions request."""

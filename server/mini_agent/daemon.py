@@ -20,7 +20,7 @@ from .errors import UnknownToolCall
 from .events import AgentEvent, StatusChanged, ThoughtChunk
 from .llm.client import OpenAICompatibleClient
 from .llm.window import ServerWindowProbe
-from .params import InitOptions, RegisterToolParams, StartSessionParams
+from .params import InitOptions, McpServer, RegisterToolParams, StartSessionParams
 from .runtime import AgentRuntime
 from .session import AgentConfig, AgentSession, Decision
 from .store import SessionRow, SqliteStore, StoreError
@@ -81,6 +81,7 @@ class Daemon:
         )
         self.registry.attach(self.mcp)
         self._mcp_releases: set[asyncio.Task[None]] = set()
+        self._session_mcp: dict[str, list[McpServer]] = {}  # the servers each session named itself
         keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
         defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
         if options.system_prompt is not None:
@@ -230,16 +231,32 @@ class Daemon:
             await self.mcp.release(token)
             raise
         self.mcp.rename(token, session.session_id)
+        self._session_mcp[session.session_id] = list(p.mcp_servers)
         for problem in problems:
             self._report(session.session_id, problem)
         return session
 
+    async def prompt(
+        self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None
+    ) -> AgentSession:
+        """A follow-up turn, on either door. A session that ended its turn let its MCP servers go (see
+        `_send`): they are taken up again first, or the follow-up's MCP calls would find no server.
+        `mcp_servers` replaces the ones the session named (an ACP client names them again on load)."""
+        self.runtime.get(session_id)  # an unknown session starts no server
+        if mcp_servers is not None:
+            self._session_mcp[session_id] = list(mcp_servers)
+        configs = [*self.options.mcp_servers, *self._session_mcp.get(session_id, [])]
+        if configs:
+            await self.mcp.acquire(session_id, configs, lambda problem: self._report(session_id, problem))
+        return self.runtime.prompt(session_id, text)
+
     def _report(self, session_id: str, message: str) -> None:
-        """A problem with one of a session's tool sources, as a status update of that session."""
+        """A problem with one of a session's tool sources, in the log and as a status update of that
+        session (when it is one yet)."""
+        log.warning("%s", message)
         try:
             session = self.runtime.get(session_id)
         except Exception:  # not a session (yet, or any more): the log has it
-            log.warning("%s", message)
             return
         self._send(StatusChanged(session_id, len(session.steps), session.status, message=message))
 
@@ -266,6 +283,7 @@ class Daemon:
         if self.runtime.is_busy(session_id):
             self.runtime.cancel(session_id)
         self.runtime.forget(session_id)
+        self._session_mcp.pop(session_id, None)
         self._release_mcp(session_id)
         return self.store.delete(session_id) if self.store is not None else True
 

@@ -331,7 +331,7 @@ async def start_session(daemon: Daemon, p: StartSessionParams) -> dict[str, Any]
 @method("agent/prompt", "PromptParams")
 async def prompt(daemon: Daemon, p: PromptParams) -> dict[str, Any]:
     """A follow-up user turn; agent/step or agent/run then go on from it."""
-    session = daemon.runtime.prompt(p.session_id, p.text)
+    session = await daemon.prompt(p.session_id, p.text)
     return {"sessionId": session.session_id, "status": session.status.value}
 
 

@@ -136,7 +136,7 @@ class MiniAgent:
         workspace = await self._workspace(cwd)
         session = workspace.runtime.get(session_id)
         self._adopt(session_id, workspace, started=True, mcp_servers=mcp_servers)
-        for update in updates.history(session, updates.kind_of):
+        for update in updates.history(session, workspace.kind_of):
             workspace.post(session_id, update)
         return LoadSessionResponse()
 
@@ -199,10 +199,7 @@ class MiniAgent:
             text = updates.prompt_text(prompt)
             workspace, runtime = chat.workspace, chat.workspace.runtime
             if chat.started:
-                # a session that ended its turn let its MCP servers go: the follow-up takes them up again
-                servers = [*workspace.options.mcp_servers, *chat.mcp_servers]
-                await workspace.mcp.acquire(session_id, servers, log.warning)
-                runtime.prompt(session_id, text)
+                await workspace.prompt(session_id, text, chat.mcp_servers)
             else:
                 request = StartSessionParams(task=text, mcp_servers=chat.mcp_servers)
                 session = await workspace.start_session(request, session_id=session_id)
@@ -257,7 +254,7 @@ class MiniAgent:
         chat = self._chats[session_id] = Chat(session_id, workspace, started, servers)
 
         def on_event(event: AgentEvent) -> None:
-            update = updates.update_for(event, updates.kind_of)
+            update = updates.update_for(event, workspace.kind_of)
             if update is not None:
                 workspace.post(event.session_id, update)
 

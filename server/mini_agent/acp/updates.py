@@ -22,7 +22,7 @@ from acp.schema import (
     UsageUpdate,
 )
 
-from ..contracts import Observation, Role, TokenUsage, ToolCall
+from ..contracts import Observation, Role, TokenUsage, ToolCall, ToolSpec
 from ..events import (
     AgentEvent,
     AnswerChunk,
@@ -48,9 +48,22 @@ KindOf = Callable[[str], ToolKind]
 TITLE_VALUE_CHARS = 60
 
 
-def kind_of(name: str) -> ToolKind:
-    """ACP's tool kind; our tools declare none yet, so all are `other` but the editor's file tools."""
-    return {"read_text_file": "read", "write_text_file": "edit"}.get(name, "other")  # type: ignore[return-value]
+EDITOR_KINDS: dict[str, ToolKind] = {"read_text_file": "read", "write_text_file": "edit"}
+
+
+def kind_of(name: str, spec: ToolSpec | None) -> ToolKind:
+    """ACP's tool kind, from the MCP annotations the tool's server set (docs/acp.md has the table).
+    Only hints a server gave count: MCP's defaults for absent ones (destructive, open world) would
+    make every unannotated tool look like a destructive fetch. Workspace functions declare no hints
+    and stay `other`, as does a tool no source lists any more (a replayed call of a stopped server)."""
+    if name in EDITOR_KINDS:
+        return EDITOR_KINDS[name]
+    hints = dict(spec.hints) if spec is not None else {}
+    if hints.get("readOnlyHint"):
+        return "fetch" if hints.get("openWorldHint") else "read"
+    if hints.get("readOnlyHint") is False or hints.get("destructiveHint") or hints.get("idempotentHint"):
+        return "edit"
+    return "other"
 
 
 def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:

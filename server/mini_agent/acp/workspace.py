@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from acp.connection import Connection
-from acp.schema import RequestPermissionResponse
+from acp.schema import RequestPermissionResponse, ToolKind
 
 from ..contracts import ToolCall, ToolSpec
 from ..daemon import PERMISSION_OPTIONS, Daemon
@@ -21,7 +21,6 @@ from ..session import AgentSession, Decision
 from ..workspace_config import WorkspaceConfig
 from . import editor_fs, updates
 from .transport import LineTransport
-from .updates import kind_of
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +50,15 @@ class Workspace(Daemon):
             }
         )
 
+    def kind_of(self, name: str) -> ToolKind:
+        """ACP's kind of one of this workspace's tools, from its spec while its source lists it."""
+        return updates.kind_of(name, self.registry.get(name))
+
     async def request_permission(
         self, session: AgentSession, call: ToolCall, spec: ToolSpec
     ) -> tuple[Decision, str | None] | None:
         """Ask the client; a `cancelled` outcome cancels the turn, a failure leaves the call waiting."""
-        tool_call = updates.permission_call(call, kind_of(call.name))
+        tool_call = updates.permission_call(call, self.kind_of(call.name))
         tool_call |= await editor_fs.review(self._connection(), self.root, session.session_id, call)
         params = {"sessionId": session.session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
         try:

@@ -428,8 +428,17 @@ def _tool(key: str, config: McpServer, name: str, remote: types.Tool) -> _Tool:
         requires_approval=config.requires_approval and not read_only,
         idempotent=hints is not None and hints.idempotent_hint is True,
         mcp_server=config.name,
+        hints=tuple(sorted(_hints(hints).items())),
     )
     return _Tool(key, remote.name, spec, Draft202012Validator(schema))
+
+
+def _hints(annotations: types.ToolAnnotations | None) -> dict[str, bool]:
+    """The boolean hints the server set, by their MCP names; one it left out is not assumed."""
+    if annotations is None:
+        return {}
+    given = annotations.model_dump(by_alias=True, exclude_none=True)
+    return {name: value for name, value in given.items() if isinstance(value, bool)}
 
 
 def _describe(exc: BaseException) -> str:
