@@ -23,7 +23,7 @@ from mcp.server.stdio import stdio_server
 
 from . import __version__
 from .contracts import ToolCall, ToolSpec
-from .params import ToolOptions
+from .params import ToolHostOptions
 from .tools.registry import RegistrationError, ToolRegistry
 
 log = logging.getLogger("mini_agent.mcp_server")
@@ -85,7 +85,7 @@ def main(
     root: Path, files: Sequence[str], *, timeout_sec: float | None = None, max_output_bytes: int | None = None
 ) -> int:
     """Defaults are the daemon's (`initializationOptions.tools`)."""
-    defaults = ToolOptions()
+    defaults = ToolHostOptions()
     timeout = defaults.timeout_sec if timeout_sec is None else timeout_sec
     cap = defaults.max_output_bytes if max_output_bytes is None else max_output_bytes
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")

@@ -48,7 +48,10 @@ else:
     LLMParams = create_model("LLMParams", __base__=_LLMParams, **_all_optional(LLMConfig))
 
 
-class ToolOptions(Params):
+class ToolHostOptions(Params):
+    """`initializationOptions.tools`: what every tool call of this daemon is held to (not one tool's
+    own options, which are `contracts.ToolOptions`)."""
+
     timeout_sec: float = Field(default=TOOL_TIMEOUT_SEC, gt=0)
     max_output_bytes: int = Field(default=MAX_OUTPUT_BYTES, ge=1024)
     max_memory_mb: int = Field(default=1024, ge=0, alias="maxMemoryMB")  # per tool host; 0: no limit
@@ -91,7 +94,7 @@ McpServer = StdioMcpServer | HttpMcpServer
 
 class InitOptions(Params):
     llm: LLMParams = Field(default_factory=LLMParams)
-    tools: ToolOptions = Field(default_factory=ToolOptions)
+    tools: ToolHostOptions = Field(default_factory=ToolHostOptions)
     store: StoreOptions = Field(default_factory=StoreOptions)
     max_steps: int = Field(default=MAX_STEPS, ge=1, le=1000)
     system_prompt: str | None = None
