@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from mini_agent.replay import ReplayServer
-from mini_agent.tools.host import CallResult, LoadError, ToolHost
+from mini_agent.tools.host import LoadError, ToolHost
 
 from .test_e2e_control import action
-from .test_host import process_gone, wait_until
+from .test_host import call, process_gone, wait_until
 
 TOOLS = '''
 import json, os, subprocess, sys, time
@@ -99,12 +99,6 @@ async def host(tmp_path: Path) -> AsyncIterator[ToolHost]:
     tool_host = ToolHost(tmp_path, max_memory_mb=512)
     yield tool_host
     await tool_host.aclose()
-
-
-async def call(
-    host: ToolHost, path: Path, function: str, /, timeout: float = 30.0, **arguments: object
-) -> CallResult:
-    return await host.call(path, function, tool_name=function, arguments=arguments, timeout=timeout)
 
 
 async def assert_all_gone(pids: list[int], what: str) -> None:
