@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from mini_agent.contracts import Observation, ToolCall, ToolSource, ToolSpec
+from mini_agent.contracts import Observation, ToolCall, ToolOptions, ToolSource, ToolSpec
 from mini_agent.tools import RegistrationError, ToolRegistry
 
 COUNT_SCHEMA = {
@@ -206,11 +206,9 @@ async def test_one_function_with_overrides(registry: ToolRegistry) -> None:
     [spec] = await registry.register_file(
         "tools.py",
         function="count_file_lines",
-        name="count_lines",
-        description="Count lines.",
-        requires_approval=True,
-        idempotent=True,
-        timeout_sec=5,
+        options=ToolOptions(
+            "count_lines", "Count lines.", requires_approval=True, idempotent=True, timeout_sec=5
+        ),
     )
     assert (spec.name, spec.description, spec.requires_approval, spec.idempotent, spec.timeout_sec) == (
         "count_lines",
@@ -226,17 +224,19 @@ async def test_one_function_with_overrides(registry: ToolRegistry) -> None:
 @pytest.mark.asyncio
 async def test_name_override_needs_one_function(registry: ToolRegistry) -> None:
     with pytest.raises(RegistrationError, match="only be set for one function"):
-        await registry.register_file("tools.py", name="both")
+        await registry.register_file("tools.py", options=ToolOptions("both"))
     with pytest.raises(RegistrationError, match="invalid tool name 'two words'"):
-        await registry.register_file("tools.py", function="count_file_lines", name="two words")
+        await registry.register_file(
+            "tools.py", function="count_file_lines", options=ToolOptions("two words")
+        )
 
 
 @pytest.mark.asyncio
 async def test_registering_again_replaces(registry: ToolRegistry, workspace: Path) -> None:
     await registry.register_file("tools.py")
-    await registry.register_file("tools.py", function="count_file_lines", name="count_lines")
+    await registry.register_file("tools.py", function="count_file_lines", options=ToolOptions("count_lines"))
     assert [s.name for s in registry.list()] == ["list_python_files", "count_lines"]
-    await registry.register_file("tools.py", function="count_file_lines", name="lines")
+    await registry.register_file("tools.py", function="count_file_lines", options=ToolOptions("lines"))
     assert [s.name for s in registry.list()] == ["list_python_files", "lines"]
     await registry.register_file("tools.py")
     assert sorted(s.name for s in registry.list()) == ["count_file_lines", "list_python_files"]
@@ -291,7 +291,7 @@ async def test_unregister(registry: ToolRegistry) -> None:
 @pytest.mark.asyncio
 async def test_registrations_restore_in_a_new_registry(registry: ToolRegistry, workspace: Path) -> None:
     await registry.register_file(
-        "tools.py", function="count_file_lines", name="lines", requires_approval=True
+        "tools.py", function="count_file_lines", options=ToolOptions("lines", requires_approval=True)
     )
     await registry.register_file("metrics.py")
     registry.register_client_tool("ask_user", "Ask the user.", {"type": "object", "properties": {}})

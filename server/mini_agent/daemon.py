@@ -148,15 +148,7 @@ class Daemon:
         else:
             if p.path is None:
                 raise RegistrationError("path is required (or client: true with name and inputSchema)")
-            specs = await self.registry.register_file(
-                p.path,
-                function=p.function,
-                name=p.name,
-                description=p.description,
-                requires_approval=p.requires_approval,
-                idempotent=p.idempotent,
-                timeout_sec=p.timeout_sec,
-            )
+            specs = await self.registry.register_file(p.path, function=p.function, options=p.options())
         self.tools_changed()
         return specs
 

@@ -51,6 +51,7 @@ class ExternalTools(Protocol):
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _Key = tuple[str, str | None]  # (relative path, function or None for the whole file)
+_NO_OPTIONS = ToolOptions()  # a registration that sets none: the decorator's (or the defaults) apply
 
 
 class RegistrationError(AgentError):
@@ -70,8 +71,20 @@ class _FileRegistration:
         return (self.path, self.function)
 
     def record(self) -> dict[str, Any]:
-        """The keyword arguments of `register_file` that recreate this registration."""
+        """This registration as a flat JSON record (see `of_record`)."""
         return {"path": self.path, "function": self.function, **dataclasses.asdict(self.options)}
+
+    @classmethod
+    def of_record(cls, record: dict[str, Any]) -> _FileRegistration:
+        """Read back a `record()`; a bad option is refused with the options type's own rule."""
+        fields = dict(record)
+        path, function = fields.pop("path", None), fields.pop("function", None)
+        if not isinstance(path, str):
+            raise RegistrationError(f"a registration record without a path: {record}")
+        try:
+            return cls(path, function, ToolOptions(**fields))
+        except ValueError as exc:
+            raise RegistrationError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,19 +132,11 @@ class ToolRegistry:
         path: str,
         *,
         function: str | None = None,
-        name: str | None = None,
-        description: str | None = None,
-        requires_approval: bool = False,
-        idempotent: bool = False,
-        timeout_sec: float | None = None,
+        options: ToolOptions = _NO_OPTIONS,
     ) -> list[ToolSpec]:
         """Register one function or all public functions of a workspace file (replacing earlier ones)."""
-        if name is not None:
-            _check_name(name)
-        try:
-            options = ToolOptions(name, description, requires_approval, idempotent, timeout_sec)
-        except ValueError as exc:
-            raise RegistrationError(str(exc)) from None
+        if options.name is not None:
+            _check_name(options.name)
         relative, _ = self._locate(path)
         registration = _FileRegistration(relative, function, options)
         async with self._lock:
@@ -218,12 +223,14 @@ class ToolRegistry:
         """Replay `registrations()`; returns the error of each record that no longer registers."""
         errors: builtins.list[str] = []
         for record in records:
-            fields = {k: v for k, v in record.items() if k != "client"}
             try:
                 if record.get("client"):
-                    self.register_client_tool(**fields)
+                    self.register_client_tool(**{k: v for k, v in record.items() if k != "client"})
                 else:
-                    await self.register_file(**fields)
+                    registration = _FileRegistration.of_record(record)
+                    await self.register_file(
+                        registration.path, function=registration.function, options=registration.options
+                    )
             except (RegistrationError, TypeError) as exc:
                 errors.append(str(exc))
         return errors
