@@ -2,6 +2,7 @@
 part of the agent core (nothing in the core imports it)."""
 
 from .cli import main
-from .server import Exchange, ReplayServer, Script, ScriptedCall, Turn
+from .script import Script, ScriptedCall, Turn
+from .server import Exchange, ReplayServer
 
 __all__ = ["Exchange", "ReplayServer", "Script", "ScriptedCall", "Turn", "main"]

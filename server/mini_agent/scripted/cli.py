@@ -10,7 +10,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from .server import ReplayServer, Script
+from .script import Script
+from .server import ReplayServer
 
 
 async def _serve(script: Script, host: str, port: int) -> None:
