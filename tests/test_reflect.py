@@ -19,12 +19,12 @@ from mini_agent.tools.host_main import Workspace
 from mini_agent.tools.reflect import (
     ArgumentsError,
     ReflectedTool,
-    ReflectionError,
     ResultError,
     public_functions,
     reflect,
     render_result,
 )
+from mini_agent.tools.signature import ReflectionError
 
 
 def load(tmp_path: Path, source: str, stem: str = "workspace_tools") -> types.ModuleType:

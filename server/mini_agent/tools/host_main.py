@@ -39,12 +39,12 @@ from mini_agent.tools.protocol import CallRequest, CallResult, DescribedTool, Lo
 from mini_agent.tools.reflect import (
     ArgumentsError,
     ReflectedTool,
-    ReflectionError,
     ResultError,
     public_functions,
     reflect,
     render_result,
 )
+from mini_agent.tools.signature import ReflectionError
 
 _LOADS = itertools.count(1)  # unique module names, also across Workspace instances
 _OWN_DIR = str(Path(__file__).resolve().parent)
