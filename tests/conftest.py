@@ -1,8 +1,9 @@
-"""Shared fixtures: a temp copy of the example workspace, a replay model server, and a daemon
-started over real stdio through pytest-lsp."""
+"""Shared fixtures: a temp copy of the example workspace, a replay model server, a daemon started
+over real stdio through pytest-lsp, and a tool host (with helpers to call it and to watch processes)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from lsprotocol import types
+from mini_agent.tools.host import CallResult, ToolHost
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from .schema_check import FrameChecker, attach
@@ -109,3 +111,34 @@ async def daemon_factory(workspace: Path) -> AsyncIterator[Callable[..., Any]]:
         if client.lsp._server.returncode is None:  # not already shut down by the test
             await client.lsp.shutdown_session()
         assert client.schema is not None and client.schema.errors == [], "\n".join(client.schema.errors)
+
+
+@pytest_asyncio.fixture
+async def host(tmp_path: Path) -> AsyncIterator[ToolHost]:
+    """Tool host subprocesses over `tmp_path`, with limits a test can reach and name exactly."""
+    tool_host = ToolHost(tmp_path, max_output_bytes=65536, max_memory_mb=512)
+    yield tool_host
+    await tool_host.aclose()
+
+
+async def call(
+    host: ToolHost, path: Path, function: str, /, timeout: float = 30.0, **arguments: object
+) -> CallResult:
+    return await host.call(path, function, tool_name=function, arguments=arguments, timeout=timeout)
+
+
+def process_gone(pid: int) -> bool:
+    """Gone, or a zombie waiting to be reaped (it runs nothing any more)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+async def wait_until(predicate: object, what: str) -> None:
+    for _ in range(1000):
+        if callable(predicate) and predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"gave up waiting: {what}")

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from mini_agent.tools.host import CallResult, LoadError, ToolHost
+
+from .conftest import call, process_gone, wait_until
 
 TOOLS = '''
 import ctypes, json, os, subprocess, sys, time
@@ -85,19 +85,6 @@ def tools_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest_asyncio.fixture
-async def host(tmp_path: Path) -> AsyncIterator[ToolHost]:
-    tool_host = ToolHost(tmp_path, max_output_bytes=65536)
-    yield tool_host
-    await tool_host.aclose()
-
-
-async def call(
-    host: ToolHost, path: Path, function: str, /, timeout: float = 30.0, **arguments: object
-) -> CallResult:
-    return await host.call(path, function, tool_name=function, arguments=arguments, timeout=timeout)
-
-
 async def assert_healthy(host: ToolHost, path: Path) -> None:
     result = await call(host, path, "echo", text="ok", times="2")
     assert result == CallResult("okok", False, False, "")
@@ -108,23 +95,6 @@ def assert_daemon_stdout_clean(capfd: pytest.CaptureFixture[str], *markers: str)
     assert captured.out == ""
     for marker in markers:
         assert marker not in captured.err
-
-
-def process_gone(pid: int) -> bool:
-    """Gone, or a zombie waiting to be reaped (it runs nothing any more)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
-
-
-async def wait_until(predicate: object, what: str) -> None:
-    for _ in range(1000):
-        if callable(predicate) and predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"gave up waiting: {what}")
 
 
 @pytest.mark.asyncio

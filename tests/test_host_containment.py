@@ -11,17 +11,16 @@ import asyncio
 import json
 import os
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from mini_agent.replay import ReplayServer
 from mini_agent.tools.host import LoadError, ToolHost
 
+from .conftest import call, process_gone, wait_until
 from .test_e2e_control import action
-from .test_host import call, process_gone, wait_until
 
 TOOLS = '''
 import json, os, subprocess, sys, time
@@ -92,13 +91,6 @@ def tools_file(tmp_path: Path) -> Path:
     path = tmp_path / "hostile.py"
     path.write_text(TOOLS, encoding="utf-8")
     return path
-
-
-@pytest_asyncio.fixture
-async def host(tmp_path: Path) -> AsyncIterator[ToolHost]:
-    tool_host = ToolHost(tmp_path, max_memory_mb=512)
-    yield tool_host
-    await tool_host.aclose()
 
 
 async def assert_all_gone(pids: list[int], what: str) -> None:
