@@ -7,7 +7,7 @@ import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import { launchProblem, resolveLaunch, whichIn } from "../src/launch";
-import { APPROVAL_CHOICES, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
+import { APPROVAL_CHOICES, continuesConversation, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
 import {
   ApprovalDeferred,
   ApprovalPolicy,
@@ -252,5 +252,23 @@ describe("ApprovalPolicy", () => {
     assert.deepEqual(policy.pending().map((p) => p.toolCall.id), ["7"]);
     policy.settle("7");
     assert.equal(policy.pending().length, 0);
+  });
+});
+
+describe("continuesConversation", () => {
+  test("Ask goes on after an answer, or while the session is ready", () => {
+    assert.equal(continuesConversation({ status: "finished", stopReason: "end_turn" }), true);
+    assert.equal(continuesConversation({ status: "ready", stopReason: null }), true);
+    assert.equal(continuesConversation({ status: "ready", stopReason: "cancelled" }), true);
+  });
+
+  test("no session, one still running, or one that stopped short starts a fresh conversation", () => {
+    assert.equal(continuesConversation(undefined), false);
+    assert.equal(continuesConversation({ status: "running", stopReason: null }), false);
+    assert.equal(continuesConversation({ status: "awaiting_approval", stopReason: null }), false);
+    assert.equal(continuesConversation({ status: "ready", stopReason: "error" }), false);
+    for (const stopReason of ["max_turn_requests", "loop_detected", "max_tokens"] as const) {
+      assert.equal(continuesConversation({ status: "finished", stopReason }), false, stopReason);
+    }
   });
 });
