@@ -20,6 +20,7 @@ import {
 } from "./protocol";
 import {
   APPROVAL_CHOICES,
+  askTitle,
   continuesConversation,
   DEFAULT_DECISION,
   OPEN_SETTINGS,
@@ -162,9 +163,9 @@ class Extension implements vscode.Disposable {
     const last = this.conversation === undefined ? undefined : this.store.get(this.conversation);
     const follow = continuesConversation(last) ? last : undefined;
     const task = await vscode.window.showInputBox({
-      title: follow ? `Mini Agent: Continue “${shorten(follow.task, 40)}”` : "Mini Agent: Ask",
+      title: askTitle(follow && (follow.task || follow.sessionId)),
       prompt: follow
-        ? "Your follow-up: the agent keeps the conversation so far (Mini Agent: New Conversation starts afresh)."
+        ? "A follow-up keeps the conversation so far; “Mini Agent: New Conversation” starts afresh."
         : "What should the agent do? It can use the tools registered in this workspace.",
       ignoreFocusOut: true,
     });
@@ -176,6 +177,7 @@ class Extension implements vscode.Disposable {
   private async followUp(sessionId: string, text: string): Promise<RunResult> {
     const agent = await this.daemon.ensure();
     await agent.prompt(sessionId, text);
+    this.store.prompt(sessionId, text);
     this.focused = sessionId;
     this.traceView.show(sessionId);
     return this.runSession(agent, sessionId);

@@ -55,6 +55,14 @@ export function shorten(text: string, max: number): string {
 }
 
 /**
+ * The Ask input box's title: always "Mini Agent: Ask", and when it continues a conversation, which one
+ * (its first task).
+ */
+export function askTitle(continuing: string | undefined): string {
+  return continuing === undefined ? "Mini Agent: Ask" : `Mini Agent: Ask — continuing “${shorten(continuing, 40)}”`;
+}
+
+/**
  * Whether Ask continues the conversation `last` (this window's latest Ask) rather than start a fresh
  * one: after a turn that ended with an answer, or while it is ready (not run yet, or cancelled by the
  * user). A run that stopped on a model error, its step budget or a loop is left alone: asking again

@@ -311,6 +311,7 @@ describe("continuing the conversation", () => {
     // What Ask does when it continues: agent/prompt on the same session, then agent/run.
     const prompted = await r.client.prompt(sessionId, "and a follow-up");
     assert.deepEqual(prompted, { sessionId, status: "ready" });
+    r.store.prompt(sessionId, "and a follow-up");
     const second = await r.client.run(sessionId);
     assert.equal(second.stopReason, "end_turn", r.daemon.stderr());
     assert.equal(second.finalAnswer, "you said: and a follow-up");
@@ -319,5 +320,17 @@ describe("continuing the conversation", () => {
       stored.steps.map((step) => step.finalAnswer),
       ["first answer", "you said: and a follow-up"],
     );
+
+    // The trace reads as the conversation went: answer, follow-up, the next step and its answer on top.
+    const trace = r.store.get(sessionId)!;
+    assert.deepEqual(
+      trace.entries.filter((e) => e.kind !== "thought").map((e) => `${e.step} ${e.kind}`),
+      ["0 answer", "0 status", "0 prompt", "1 answer", "1 status"],
+    );
+    assert.equal(finalAnswer(trace), "you said: and a follow-up");
+    const html = renderTrace(trace);
+    assert.ok(html.indexOf("you said: and a follow-up") < html.indexOf("Step 1"), "the latest answer on top");
+    const order = ["Step 1", "first answer", "Follow-up", "and a follow-up", "Step 2"].map((part) => html.indexOf(part, html.indexOf("Step 1")));
+    assert.deepEqual([...order].sort((a, b) => a - b), order, html);
   });
 });
