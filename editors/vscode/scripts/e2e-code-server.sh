@@ -86,11 +86,14 @@ def delete_file(file_path: str) -> str:
 EOF
 echo "keep me" >"$WS/notes.txt"
 
-# Two runs; the third meets a dead model server, and its Retry (after the URL is fixed) gets an answer.
+# A run and its follow-up (whose answer quotes the first turn's tool result: only the same conversation
+# has it), a second run; the third meets a dead model server, and its Retry (after the URL is fixed)
+# gets an answer.
 cat >"$RUN/script.json" <<'EOF'
 [
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
   {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."},
+  {"content": "Thought: I counted them before.\nFinal Answer: You asked “{last_user}”; schema.py had {last_observation} non-empty lines then."},
   {"content": "Thought: I will delete it.\nAction: delete_file\nAction Input: {\"file_path\": \"notes.txt\"}"},
   {"content": "Thought: I may not.\nFinal Answer: I did not delete notes.txt: {last_observation}"},
   {"content": "Final Answer: back again"}

@@ -20,6 +20,8 @@ import {
 } from "./protocol";
 import {
   APPROVAL_CHOICES,
+  askTitle,
+  continuesConversation,
   DEFAULT_DECISION,
   OPEN_SETTINGS,
   RETRY,
@@ -65,6 +67,8 @@ class Extension implements vscode.Disposable {
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   private readonly disposables: vscode.Disposable[] = [];
   private focused: string | undefined;
+  /** The session Ask continues (this window's latest Ask; see `continuesConversation`). */
+  private conversation: string | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.daemon = new Daemon(context.secrets, this.output, {
@@ -119,6 +123,7 @@ class Extension implements vscode.Disposable {
   private registerCommands(): vscode.Disposable[] {
     const commands: Record<string, (...args: any[]) => unknown> = {
       "miniAgent.ask": () => this.ask(),
+      "miniAgent.newConversation": () => this.ask(true),
       "miniAgent.registerFile": (uri?: vscode.Uri) => this.registerFile(uri),
       "miniAgent.registerFunction": () => this.registerFunction(),
       "miniAgent.showSessions": () => this.showSessions(),
@@ -152,14 +157,30 @@ class Extension implements vscode.Disposable {
     }
   }
 
-  private async ask(): Promise<void> {
+  /** Continue the workspace's conversation when its last turn ended with an answer, else start one. */
+  private async ask(fresh = false): Promise<void> {
+    if (fresh) this.conversation = undefined;
+    const last = this.conversation === undefined ? undefined : this.store.get(this.conversation);
+    const follow = continuesConversation(last) ? last : undefined;
     const task = await vscode.window.showInputBox({
-      title: "Mini Agent: Ask",
-      prompt: "What should the agent do? It can use the tools registered in this workspace.",
+      title: askTitle(follow && (follow.task || follow.sessionId)),
+      prompt: follow
+        ? "A follow-up keeps the conversation so far; “Mini Agent: New Conversation” starts afresh."
+        : "What should the agent do? It can use the tools registered in this workspace.",
       ignoreFocusOut: true,
     });
     if (!task?.trim()) return;
-    await this.askTask(task);
+    if (follow) await this.followUp(follow.sessionId, task);
+    else await this.askTask(task);
+  }
+
+  private async followUp(sessionId: string, text: string): Promise<RunResult> {
+    const agent = await this.daemon.ensure();
+    await agent.prompt(sessionId, text);
+    this.store.prompt(sessionId, text);
+    this.focused = sessionId;
+    this.traceView.show(sessionId);
+    return this.runSession(agent, sessionId);
   }
 
   private async askTask(task: string): Promise<RunResult> {
@@ -168,6 +189,7 @@ class Extension implements vscode.Disposable {
       this.output.warn("no tools registered: the model answers alone (Mini Agent: Register tools in this file)");
     }
     const { sessionId } = await agent.startSession(task);
+    this.conversation = sessionId;
     this.store.ensure(sessionId, task);
     this.focused = sessionId;
     this.traceView.show(sessionId);

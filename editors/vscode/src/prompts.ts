@@ -4,7 +4,7 @@
  * order, the default and when a notice appears, without a window.
  */
 
-import type { Decision, RunResult } from "./protocol";
+import type { Decision, RunResult, SessionStatus, StopReason } from "./protocol";
 import { stopText } from "./trace";
 
 export interface ApprovalChoice {
@@ -52,4 +52,24 @@ export function runNotice(result: RunResult, answer: string | undefined, traceVi
 export function shorten(text: string, max: number): string {
   const line = text.replace(/\s+/g, " ").trim();
   return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+}
+
+/**
+ * The Ask input box's title: always "Mini Agent: Ask", and when it continues a conversation, which one
+ * (its first task).
+ */
+export function askTitle(continuing: string | undefined): string {
+  return continuing === undefined ? "Mini Agent: Ask" : `Mini Agent: Ask — continuing “${shorten(continuing, 40)}”`;
+}
+
+/**
+ * Whether Ask continues the conversation `last` (this window's latest Ask) rather than start a fresh
+ * one: after a turn that ended with an answer, or while it is ready (not run yet, or cancelled by the
+ * user). A run that stopped on a model error, its step budget or a loop is left alone: asking again
+ * starts afresh, and Retry / Resume go on with it. "Mini Agent: New Conversation" always starts afresh.
+ */
+export function continuesConversation(last: { status: SessionStatus; stopReason: StopReason | null } | undefined): boolean {
+  if (last === undefined) return false;
+  if (last.status === "ready") return last.stopReason === null || last.stopReason === "cancelled";
+  return last.status === "finished" && last.stopReason === "end_turn";
 }

@@ -433,6 +433,11 @@ export class AgentClient {
     return this.request("agent/startSession", { task, ...options });
   }
 
+  /** A follow-up user turn in a session that ended its turn (or is ready); `run` then goes on. */
+  prompt(sessionId: string, text: string): Promise<{ sessionId: string; status: SessionStatus }> {
+    return this.request("agent/prompt", { sessionId, text });
+  }
+
   run(sessionId: string, maxSteps?: number): Promise<RunResult> {
     return this.request("agent/run", maxSteps === undefined ? { sessionId } : { sessionId, maxSteps });
   }

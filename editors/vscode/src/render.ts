@@ -4,7 +4,7 @@
  */
 
 import type { Observation, Usage } from "./protocol";
-import { finalAnswer, headline, stopText, type SessionTrace, type ToolCallState, type TraceEntry } from "./trace";
+import { headline, latestAnswer, stopText, type SessionTrace, type ToolCallState, type TraceEntry } from "./trace";
 
 /** Observations longer than this (characters or lines) start folded. */
 export const FOLD_CHARS = 600;
@@ -21,10 +21,11 @@ export function escapeHtml(text: string): string {
 
 /**
  * The answer first and largest; below it each step once, as its tool cards, with the model's raw
- * text folded away (a closed <details>): the cards already say what it asked for.
+ * text folded away (a closed <details>): the cards already say what it asked for. After a follow-up
+ * the answer on top is the latest turn's; earlier answers and the follow-ups stay in their place.
  */
 export function renderTrace(trace: SessionTrace): string {
-  const answer = finalAnswer(trace);
+  const latest = latestAnswer(trace);
   const failed = trace.stopReason !== null && trace.stopReason !== "end_turn";
   const parts = [
     `<header><h1>${escapeHtml(trace.task || trace.sessionId)}</h1>`,
@@ -32,14 +33,14 @@ export function renderTrace(trace: SessionTrace): string {
     ` · session <code>${escapeHtml(trace.sessionId)}</code>`,
     trace.usage ? ` · ${escapeHtml(usageText(trace.usage))}` : "",
     "</div></header>",
-    answer === undefined
+    latest === undefined
       ? ""
-      : `<section class="answer" id="answer"><h2>Answer</h2><div class="answer-text">${escapeHtml(answer)}</div></section>`,
+      : `<section class="answer" id="answer"><h2>Answer</h2><div class="answer-text">${escapeHtml(latest.text)}</div></section>`,
   ];
   let step = -1;
   for (const entry of trace.entries) {
-    if (entry.kind === "answer") continue;
-    if (entry.kind !== "status" && entry.step !== step) {
+    if (entry === latest) continue;
+    if (entry.kind !== "status" && entry.kind !== "prompt" && entry.step !== step) {
       step = entry.step;
       parts.push(`<h2 class="step">Step ${step + 1}</h2>`);
     }
@@ -61,7 +62,11 @@ function renderEntry(entry: TraceEntry, sessionId: string): string {
         `<summary>Model output</summary><pre>${escapeHtml(entry.text)}</pre></details>`
       );
     case "answer":
-      return "";
+    case "prompt": {
+      // An earlier turn's answer, and the follow-up after it: the conversation in the order it went.
+      const label = entry.kind === "answer" ? "Answer" : "Follow-up";
+      return `<div class="turn ${entry.kind}"><div class="label">${label}</div><pre>${escapeHtml(entry.text)}</pre></div>`;
+    }
     case "status": {
       const reason = entry.stopReason ? stopText(entry.stopReason) : entry.status;
       const message = entry.message ? `: ${escapeHtml(entry.message)}` : "";

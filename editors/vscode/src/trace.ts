@@ -40,6 +40,8 @@ export type TraceEntry =
       observation?: Observation;
     }
   | { kind: "answer"; step: number; text: string }
+  /** A follow-up the user sent (agent/prompt): no update carries it, the extension adds it as it sends it. */
+  | { kind: "prompt"; step: number; text: string }
   | { kind: "status"; step: number; status: SessionStatus; stopReason: StopReason | null; message: string | null };
 
 export interface SessionTrace {
@@ -131,6 +133,11 @@ function findTool(trace: SessionTrace, toolCallId: string): Extract<TraceEntry, 
   return undefined;
 }
 
+/** A follow-up user turn, at the step the trace is at (the next step's output comes after it). */
+export function addPrompt(trace: SessionTrace, text: string): void {
+  trace.entries.push({ kind: "prompt", step: trace.step, text });
+}
+
 /** Rebuild a trace from a stored session (agent/getSession): one thought, its calls and results per step. */
 export function traceFromSession(session: Session): SessionTrace {
   const trace = newTrace(session.sessionId, session.task);
@@ -205,6 +212,13 @@ export class TraceStore {
     } else if (task && !trace.task) {
       trace.task = task;
     }
+    return trace;
+  }
+
+  prompt(sessionId: string, text: string): SessionTrace {
+    const trace = this.ensure(sessionId);
+    addPrompt(trace, text);
+    this.fire(trace);
     return trace;
   }
 
@@ -311,11 +325,16 @@ export function stopText(reason: StopReason | null): string {
   }
 }
 
-/** The final answer of a trace, if it has one. */
+/** The answer of the latest user turn, if it has one (an answer before a follow-up is not). */
 export function finalAnswer(trace: SessionTrace): string | undefined {
+  return latestAnswer(trace)?.text;
+}
+
+export function latestAnswer(trace: SessionTrace): Extract<TraceEntry, { kind: "answer" }> | undefined {
   for (let i = trace.entries.length - 1; i >= 0; i -= 1) {
     const entry = trace.entries[i];
-    if (entry.kind === "answer") return entry.text;
+    if (entry.kind === "prompt") return undefined;
+    if (entry.kind === "answer") return entry;
   }
   return undefined;
 }

@@ -16,6 +16,7 @@ import {
   type PermissionRequest,
   type Tool,
 } from "../src/protocol";
+import { continuesConversation } from "../src/prompts";
 import { renderTrace } from "../src/render";
 import { finalAnswer, statusLabel, traceFromSession, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
 import { copyWorkspace, startDaemon, startReplay, waitFor, type DaemonConnection, type Replay } from "./harness";
@@ -293,5 +294,43 @@ describe("cancel", () => {
     assert.equal(store.get(sessionId), resumed);
     assert.equal(finalAnswer(resumed), "resumed after the cancel");
     assert.equal(resumed.status, "finished");
+  });
+});
+
+describe("continuing the conversation", () => {
+  let r: Rig | undefined;
+  after(() => closeRig(r));
+
+  test("a second ask reaches the model as a follow-up of the same session (agent/prompt)", async () => {
+    r = await rig([{ content: "Final Answer: first answer" }, { content: "Final Answer: you said: {last_user}" }]);
+    const { sessionId } = await r.client.startSession("first question");
+    const first = await r.client.run(sessionId);
+    assert.equal(first.finalAnswer, "first answer", r.daemon.stderr());
+    assert.equal(continuesConversation(r.store.get(sessionId)), true);
+
+    // What Ask does when it continues: agent/prompt on the same session, then agent/run.
+    const prompted = await r.client.prompt(sessionId, "and a follow-up");
+    assert.deepEqual(prompted, { sessionId, status: "ready" });
+    r.store.prompt(sessionId, "and a follow-up");
+    const second = await r.client.run(sessionId);
+    assert.equal(second.stopReason, "end_turn", r.daemon.stderr());
+    assert.equal(second.finalAnswer, "you said: and a follow-up");
+    const stored = await r.client.getSession(sessionId);
+    assert.deepEqual(
+      stored.steps.map((step) => step.finalAnswer),
+      ["first answer", "you said: and a follow-up"],
+    );
+
+    // The trace reads as the conversation went: answer, follow-up, the next step and its answer on top.
+    const trace = r.store.get(sessionId)!;
+    assert.deepEqual(
+      trace.entries.filter((e) => e.kind !== "thought").map((e) => `${e.step} ${e.kind}`),
+      ["0 answer", "0 status", "0 prompt", "1 answer", "1 status"],
+    );
+    assert.equal(finalAnswer(trace), "you said: and a follow-up");
+    const html = renderTrace(trace);
+    assert.ok(html.indexOf("you said: and a follow-up") < html.indexOf("Step 1"), "the latest answer on top");
+    const order = ["Step 1", "first answer", "Follow-up", "and a follow-up", "Step 2"].map((part) => html.indexOf(part, html.indexOf("Step 1")));
+    assert.deepEqual([...order].sort((a, b) => a - b), order, html);
   });
 });

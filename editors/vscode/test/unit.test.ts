@@ -7,7 +7,7 @@ import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import { launchProblem, resolveLaunch, whichIn } from "../src/launch";
-import { APPROVAL_CHOICES, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
+import { APPROVAL_CHOICES, askTitle, continuesConversation, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
 import {
   ApprovalDeferred,
   ApprovalPolicy,
@@ -18,7 +18,7 @@ import {
 } from "../src/protocol";
 import { functionAtLine } from "../src/python";
 import { escapeHtml, FOLD_CHARS, renderTrace } from "../src/render";
-import { applyUpdate, DECLINED_PREFIX, newTrace, statusLabel, type SessionTrace } from "../src/trace";
+import { addPrompt, applyUpdate, DECLINED_PREFIX, finalAnswer, newTrace, statusLabel, type SessionTrace } from "../src/trace";
 
 describe("resolveLaunch", () => {
   const root = path.join(path.sep, "ws");
@@ -172,6 +172,23 @@ describe("the trace view shows each thing once", () => {
     assert.ok(renderTrace(trace).includes(">step 2 · awaiting approval<"));
   });
 
+  test("after a follow-up the earlier answer stays in its place and the top waits for the new one", () => {
+    const trace = answeredTrace("42");
+    addPrompt(trace, "and <twice> that?");
+    assert.equal(finalAnswer(trace), undefined, "the earlier answer is not the follow-up's");
+    const html = renderTrace(trace);
+    assert.ok(!html.includes('<section class="answer"'), html);
+    assert.ok(html.includes('<div class="turn answer"><div class="label">Answer</div><pre>42 lines</pre></div>'), html);
+    assert.ok(html.includes('<div class="turn prompt"><div class="label">Follow-up</div><pre>and &lt;twice&gt; that?</pre></div>'), html);
+    applyUpdate(trace, 2, { kind: "agent_thought_chunk", text: "Final Answer: 84 lines" });
+    applyUpdate(trace, 2, { kind: "agent_message_chunk", text: "84 lines" });
+    const answered = renderTrace(trace);
+    assert.equal(finalAnswer(trace), "84 lines");
+    assert.ok(answered.indexOf("84 lines") < answered.indexOf('class="step"'), "the new answer on top");
+    assert.ok(answered.indexOf("42 lines</pre></div>") < answered.indexOf("Follow-up"), "then the old answer, the follow-up");
+    assert.deepEqual([...answered.matchAll(/Step (\d+)/g)].map((m) => m[1]), ["1", "2", "3"]);
+  });
+
   test("a run that failed never reads as ready", () => {
     const trace = newTrace("s", "count");
     applyUpdate(trace, 0, { kind: "status", status: "running" });
@@ -252,5 +269,30 @@ describe("ApprovalPolicy", () => {
     assert.deepEqual(policy.pending().map((p) => p.toolCall.id), ["7"]);
     policy.settle("7");
     assert.equal(policy.pending().length, 0);
+  });
+});
+
+describe("continuesConversation", () => {
+  test("the input box is titled Ask either way, and says which conversation it continues", () => {
+    assert.equal(askTitle(undefined), "Mini Agent: Ask");
+    assert.equal(askTitle("How many lines?"), "Mini Agent: Ask — continuing “How many lines?”");
+    assert.equal(askTitle("x".repeat(60)), `Mini Agent: Ask — continuing “${"x".repeat(39)}…”`);
+  });
+
+
+  test("Ask goes on after an answer, or while the session is ready", () => {
+    assert.equal(continuesConversation({ status: "finished", stopReason: "end_turn" }), true);
+    assert.equal(continuesConversation({ status: "ready", stopReason: null }), true);
+    assert.equal(continuesConversation({ status: "ready", stopReason: "cancelled" }), true);
+  });
+
+  test("no session, one still running, or one that stopped short starts a fresh conversation", () => {
+    assert.equal(continuesConversation(undefined), false);
+    assert.equal(continuesConversation({ status: "running", stopReason: null }), false);
+    assert.equal(continuesConversation({ status: "awaiting_approval", stopReason: null }), false);
+    assert.equal(continuesConversation({ status: "ready", stopReason: "error" }), false);
+    for (const stopReason of ["max_turn_requests", "loop_detected", "max_tokens"] as const) {
+      assert.equal(continuesConversation({ status: "finished", stopReason }), false, stopReason);
+    }
   });
 });

@@ -7,9 +7,12 @@
  *   node out/test/e2e/ui.js URL WORKSPACE
  *
  * e2e-code-server.sh starts code-server, the scripted model server and this script; the model plays
- * two runs (count lines; try to delete a file, which the user rejects with Enter); then the user
- * points miniAgent.baseUrl at a dead server, meets the error, fixes the URL and presses Retry; last points miniAgent.command at a missing file. Each part prints
- * PASS, or FAIL with what the page showed (and the next part still runs); any FAIL exits non-zero.
+ * a run (count lines), its follow-up (Ask again: the same session, which the answer shows by quoting the
+ * first turn's tool result), and, each in a New Conversation, a run that tries to delete a file (the
+ * user rejects it with Enter) and one where the user points miniAgent.baseUrl at a dead server, meets
+ * the error, fixes the URL and presses Retry; last the user points miniAgent.command at a missing
+ * file. Each part prints PASS, or FAIL with what the page showed (and the next part still runs); any
+ * FAIL exits non-zero.
  */
 
 import * as assert from "node:assert/strict";
@@ -64,11 +67,25 @@ async function openFile(page: Page, name: string): Promise<void> {
   await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: WAIT_MS });
 }
 
-async function ask(page: Page, task: string): Promise<void> {
-  await command(page, "Mini Agent: Ask…");
-  await quickInput(page).locator(".quick-input-title", { hasText: "Mini Agent: Ask" }).waitFor({ timeout: WAIT_MS });
+/** Ask (or start a New Conversation with) `task` in the input box; returns the box's title. */
+async function ask(page: Page, task: string, how = "Mini Agent: Ask…"): Promise<string> {
+  await command(page, how);
+  const title = quickInput(page).locator(".quick-input-title", { hasText: "Mini Agent: Ask" });
+  await title.waitFor({ timeout: WAIT_MS });
+  const text = (await title.textContent()) ?? "";
   await quickInput(page).locator("input.input").fill(task);
   await page.keyboard.press("Enter");
+  return text;
+}
+
+/** The rows of the Mini Agent Sessions view in the explorer (label and description), newest first. */
+async function sessionRows(page: Page): Promise<string[]> {
+  await command(page, "Focus on Mini Agent Sessions View");
+  const pane = page.locator(".pane", { has: page.locator(".pane-header", { hasText: "Mini Agent Sessions" }) });
+  await pane.locator(".monaco-list-row").first().waitFor({ timeout: WAIT_MS });
+  return pane.locator(".monaco-list-row").evaluateAll((rows) =>
+    rows.map((row) => [...row.querySelectorAll(".label-name, .label-description")].map((e) => e.textContent).join(" · ")),
+  );
 }
 
 interface Toast {
@@ -107,6 +124,7 @@ async function traceFrame(page: Page): Promise<Frame> {
 }
 
 interface TraceDom {
+  sessionId: string;
   state: string;
   answer: string | null;
   /** The answer's font size over the page's. */
@@ -115,11 +133,14 @@ interface TraceDom {
   steps: string[];
   badges: string[];
   labels: string[];
+  /** The answers of turns before the latest and the follow-ups the user sent, in order: "Label: text". */
+  turns: string[];
   text: string;
 }
 
 async function readTrace(frame: Frame): Promise<TraceDom> {
   return frame.locator("#trace").evaluate((root) => ({
+    sessionId: root.querySelector(".meta code")?.textContent ?? "",
     state: root.querySelector(".meta .state")?.textContent ?? "",
     answer: root.querySelector("section.answer .answer-text")?.textContent ?? null,
     answerScale: ((style) => {
@@ -130,6 +151,7 @@ async function readTrace(frame: Frame): Promise<TraceDom> {
     steps: [...root.querySelectorAll("h2.step")].map((h) => h.textContent ?? ""),
     badges: [...root.querySelectorAll(".tool .badge")].map((b) => b.textContent ?? ""),
     labels: [...root.querySelectorAll(".observation .label, .observation summary")].map((l) => l.textContent ?? ""),
+    turns: [...root.querySelectorAll(".turn")].map((t) => `${t.querySelector(".label")?.textContent}: ${t.querySelector("pre")?.textContent}`),
     text: (root as unknown as { innerText: string }).innerText,
   }));
 }
@@ -172,6 +194,14 @@ async function main(): Promise<void> {
   });
   const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
   const failures: string[] = [];
+  /** The sessions the journey has seen, oldest first: each new conversation must add one. */
+  const sessions: string[] = [];
+  /** A fresh session in the trace and one more row in the Sessions view than sessions seen before. */
+  const checkNewSession = async (dom: TraceDom): Promise<void> => {
+    assert.ok(dom.sessionId && !sessions.includes(dom.sessionId), `a new session, not one of ${sessions.join(", ")}: ${dom.sessionId}`);
+    sessions.push(dom.sessionId);
+    assert.equal((await sessionRows(page)).length, sessions.length, "one row per session in the Sessions view");
+  };
   /** One part of the journey; a failure is reported with what the page showed, and the next part still runs. */
   const phase = async (name: string, run: () => Promise<void>): Promise<void> => {
     try {
@@ -202,7 +232,7 @@ async function main(): Promise<void> {
       assert.match((await registered.textContent()) ?? "", /Mini Agent: registered (list_python_files, count_file_lines|count_file_lines, list_python_files)/);
       assert.deepEqual(await toasts(page), [], "registering says so in the status bar, not in a notification");
 
-      await ask(page, "How many non-empty lines does schema.py have?");
+      assert.equal(await ask(page, "How many non-empty lines does schema.py have?"), "Mini Agent: Ask");
       const answered = await until("the answer in the trace", async () => {
         const dom = await readTrace(await traceFrame(page));
         return dom.answer !== null && dom.state === "done" ? dom : undefined;
@@ -215,14 +245,34 @@ async function main(): Promise<void> {
       assert.equal(answered.text.split(`schema.py has ${expected} non-empty lines.`).length - 1, 1, "the answer shows once");
       assert.deepEqual(await agentStatus(page), ["mini-agent: done"]);
       assert.deepEqual(await toasts(page), [], "the trace is visible: no answer notification over it");
+      await checkNewSession(answered);
       console.log(`PASS ask: answer "${answered.answer}", steps ${answered.steps.join(", ")}, raw text folded, answer ${answered.answerScale}× the page's type`);
+    });
+
+    await phase("follow-up", async () => {
+      const first = `schema.py has ${expected} non-empty lines.`;
+      const question = "And how many did it have a minute ago?";
+      const title = await ask(page, question);
+      assert.equal(title, "Mini Agent: Ask — continuing “How many non-empty lines does schema.py…”");
+      const followed = await until("the follow-up's answer", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "done" && dom.turns.length > 0 && dom.answer !== null ? dom : undefined;
+      });
+      assert.equal(followed.sessionId, sessions[0], "the follow-up went to the first session");
+      // The scripted model quotes the last tool result it was sent: the first turn's count, so it saw the conversation.
+      assert.equal(followed.answer, `You asked “${question}”; schema.py had ${expected} non-empty lines then.`);
+      assert.deepEqual(followed.turns, [`Answer: ${first}`, `Follow-up: ${question}`], "the first answer, then the follow-up");
+      assert.deepEqual(followed.steps, ["Step 1", "Step 2", "Step 3"]);
+      const rows = await sessionRows(page);
+      assert.equal(rows.length, 1, `no new session: ${JSON.stringify(rows)}`);
+      console.log(`PASS follow-up: "${title}" → "${followed.answer}" in ${followed.sessionId}, steps ${followed.steps.join(", ")}; sessions view ${JSON.stringify(rows)}`);
     });
 
     await phase("approval", async () => {
       await openFile(page, "danger.py");
       await command(page, "Mini Agent: Register tools in this file");
       await page.locator(".part.statusbar", { hasText: "registered delete_file" }).waitFor({ timeout: WAIT_MS });
-      await ask(page, "Delete notes.txt");
+      assert.equal(await ask(page, "Delete notes.txt", "Mini Agent: New Conversation"), "Mini Agent: Ask");
       const review = page.locator(".notification-toast", { hasText: "Mini Agent wants to run delete_file" });
       await review.waitFor({ timeout: WAIT_MS });
       const waiting = await until("the trace waiting for approval", async () => {
@@ -249,13 +299,15 @@ async function main(): Promise<void> {
       assert.ok(!/\bError\b|failed/.test(rejected.text), rejected.text);
       assert.ok(fs.existsSync(path.join(workspace, "notes.txt")), "the rejected call did not run");
       assert.match(rejected.answer ?? "", /^I did not delete notes\.txt/);
+      assert.deepEqual(rejected.turns, [], "a new conversation: no earlier turn");
+      await checkNewSession(rejected);
       console.log(`PASS approval: ${rows.join(", ")}; Enter → ${rejected.badges.join(", ")}; status "${status[0]}"`);
     });
 
     await phase("model error", async () => {
       await clearToasts(page);
       const replayUrl = await changeModelSetting("miniAgent.baseUrl", "http://127.0.0.1:9/v1");
-      await ask(page, "One more question");
+      assert.equal(await ask(page, "One more question", "Mini Agent: New Conversation"), "Mini Agent: Ask");
       const failedToast = await until("the model error notification", async () => {
         const shown = await toasts(page);
         return shown.length > 0 ? shown : undefined;
@@ -268,6 +320,7 @@ async function main(): Promise<void> {
         return dom.state === "model error" ? dom : undefined;
       });
       assert.ok(!failed.text.includes("ready"), failed.text);
+      await checkNewSession(failed);
       // The user fixes the URL (the idle daemon restarts with it), then presses Retry on the same notification.
       await changeModelSetting("miniAgent.baseUrl", replayUrl);
       await page.locator(".notification-toast .monaco-button", { hasText: "Retry" }).click();
