@@ -6,6 +6,13 @@ back when asked for. A session is stepped by one
 flight in this daemon and under one lease in the store, which a heartbeat keeps fresh while it runs.
 Checkpoints are best effort: a store that fails (disk full) leaves the newest state here, marked
 unsaved, and the next save that works writes it all.
+
+Checkpoints are group-committed. A step asks for one of three kinds: `checkpoint` writes at once (the
+calls a client makes, which answer only after it); `commit` is awaited and lands with every other
+checkpoint asked for in the same turn of the event loop, in one transaction (before a tool runs, at a
+step's end: the caller learns whether it was saved before it goes on); `note` is not awaited and
+lands the same way (a result while other calls of the step still run). Every checkpoint of the
+sessions still waiting is written by whichever save comes first, so they stay in order.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ class SessionBook:
         self._sessions: dict[str, AgentSession] = {}
         self._flights: dict[str, Flight] = {}
         self.unsaved: dict[str, StoreUnavailable] = {}  # sessions newer here than in the store
+        self._due: dict[str, AgentSession] = {}  # checkpoints asked for, waiting for the loop's next turn
+        self._waiting: list[asyncio.Future[None]] = []
 
     def add(self, session: AgentSession) -> None:
         self._sessions[session.session_id] = session
@@ -46,7 +55,7 @@ class SessionBook:
         (unless the store could not take this daemon's newest state: then memory is the latest)."""
         session = self._sessions.get(session_id)
         store = self.store
-        newest_here = session_id in self._flights or session_id in self.unsaved
+        newest_here = session_id in self._flights or session_id in self.unsaved or session_id in self._due
         if store is not None and not newest_here and (session is None or not store.is_current(session)):
             loaded = store.load(session_id)
             if loaded is not None:
@@ -59,7 +68,8 @@ class SessionBook:
     def _settle(self, session: AgentSession) -> None:
         """Let go of a finished session the store holds as it is here, not being stepped."""
         sid = session.session_id
-        if self.store is None or not session.finished or sid in self._flights or sid in self.unsaved:
+        held_here = sid in self._flights or sid in self.unsaved or sid in self._due
+        if self.store is None or not session.finished or held_here:
             return
         self._sessions.pop(sid, None)
         self.store.forget(sid)
@@ -70,19 +80,55 @@ class SessionBook:
     def forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
         self.unsaved.pop(session_id, None)
+        self._due.pop(session_id, None)
 
     def flight(self, session_id: str) -> Flight | None:
         return self._flights.get(session_id)
 
     def checkpoint(self, session: AgentSession) -> None:
+        """Save the session now (with any checkpoints still due)."""
+        if self.store is not None:
+            self._due[session.session_id] = session
+            self._save_due()
+
+    def note(self, session: AgentSession) -> None:
+        """Save the session at the loop's next turn, with the other checkpoints due then."""
+        if self.store is not None:
+            if not self._due and not self._waiting:
+                asyncio.get_running_loop().call_soon(self._save_due)
+            self._due[session.session_id] = session
+
+    async def commit(self, session: AgentSession) -> None:
+        """Save the session at the loop's next turn and wait for it; `unsaved` then says whether it worked."""
         if self.store is None:
             return
+        self.note(session)
+        done = asyncio.get_running_loop().create_future()
+        self._waiting.append(done)
+        await done
+
+    def _save_due(self) -> None:
+        due, self._due = list(self._due.values()), {}
+        waiting, self._waiting = self._waiting, []
+        if due:
+            failure = self._save(due)
+            for session in due:  # a group that failed is tried one by one: a bad session costs only itself
+                error = failure if failure is None or len(due) == 1 else self._save([session])
+                if error is None:
+                    self.unsaved.pop(session.session_id, None)
+                else:
+                    self.unsaved[session.session_id] = error
+        for done in waiting:
+            if not done.done():
+                done.set_result(None)
+
+    def _save(self, sessions: list[AgentSession]) -> StoreUnavailable | None:
+        assert self.store is not None
         try:
-            self.store.save(session)
+            self.store.save(*sessions)
         except StoreUnavailable as exc:
-            self.unsaved[session.session_id] = exc
-        else:
-            self.unsaved.pop(session.session_id, None)
+            return exc
+        return None
 
     def adopt_decisions(self, session: AgentSession) -> None:
         """Take up decisions another daemon sharing the store recorded (its agent/approve) while this

@@ -36,6 +36,7 @@ from pygls.uris import to_fs_path
 from . import __version__
 from .boot import METHODS as METHODS  # the methods tests and clients look up here
 from .boot import agent_capabilities
+from .pipes import SafeWriter
 from .progress import cancellable, progress, server_token
 
 if TYPE_CHECKING:
@@ -126,12 +127,12 @@ class AgentProtocol(LanguageServerProtocol):
             body = json.dumps(message).encode()
         except (TypeError, ValueError):
             body = b""
-        if not body or self.writer is None:  # pygls reports a missing writer
+        if not body or not isinstance(self.writer, SafeWriter):  # pygls reports a missing writer
             self._send_data(message)
             return
         if self._include_headers:
             body = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-        self.writer.write(body)
+        self.writer.write(body, linger=True)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:

@@ -1,5 +1,6 @@
 """The stepper: one step of a session — a model turn, the approvals it needs, its tool calls, and the
-step's conclusion — with a checkpoint before any tool runs and after each result.
+step's conclusion — with a checkpoint committed before any tool runs, one after each result while other
+calls still run, and one committed at the step's end (which also holds its last result).
 
 Every change the world should hear of is emitted as a typed event (`events.py`); the stepper spells no
 wire format and does no I/O of its own beyond its ports.
@@ -99,7 +100,7 @@ class Stepper:
             error = NOT_SAVED_BEFORE_TOOLS.format(error=exc)
             record = StepRecord(index=len(session.steps) - 1, stop_reason=StopReason.ERROR, error=error)
         record.elapsed_ms += (time.perf_counter() - started) * 1000.0
-        return self._conclude(session, record)
+        return await self._conclude(session, record)
 
     async def _advance(self, session: AgentSession, flight: Flight, wait: bool) -> StepRecord:
         last = session.steps[-1] if session.steps else None
@@ -255,7 +256,7 @@ class Stepper:
             return
         ids = {call.id for call in calls}
         record.started.update(ids)
-        self._book.checkpoint(session)
+        await self._book.commit(session)
         failure = self._book.unsaved.get(session.session_id)
         if failure is not None:  # unrecorded, a crash would make a run of them look like none
             record.started.difference_update(ids)
@@ -297,13 +298,14 @@ class Stepper:
                 )
                 for obs in record.observations
             ]
-        self._book.checkpoint(session)
+        else:
+            self._book.note(session)  # the last result is saved by the step's end, which follows
 
     def _fill_missing(self, session: AgentSession, record: StepRecord, text: str) -> None:
         for call in open_calls(record):
             self._observe(session, record, note(call, text))
 
-    def _conclude(self, session: AgentSession, record: StepRecord) -> StepRecord:
+    async def _conclude(self, session: AgentSession, record: StepRecord) -> StepRecord:
         """End the step: its stop reason, the status, the last checkpoint; returns the step as
         reported (a checkpoint that failed makes it an error, without changing the stored record)."""
         if record.stop_reason is StopReason.LOOP_DETECTED and not session.finished:
@@ -320,7 +322,7 @@ class Stepper:
         if record.stop_reason is StopReason.CANCELLED and session.status is SessionStatus.AWAITING_APPROVAL:
             session.status = SessionStatus.READY
         session.touch()
-        self._book.checkpoint(session)
+        await self._book.commit(session)
         failure = self._book.unsaved.get(session.session_id)
         if failure is not None and record.error is None:
             error = NOT_SAVED_AFTER.format(error=failure)

@@ -1,10 +1,12 @@
 """Durable sessions in one SQLite file per workspace (standard library sqlite3, WAL).
 
-The runtime checkpoints a session several times per step (model reply, tool start, each
-observation, end of step), so `save` writes only what changed since the last save: new messages
-are appended, the newest step is upserted, the session header is updated — one transaction,
-O(change) not O(history). That relies on the runtime's append-only discipline: messages are only
-ever appended, and only the newest step is still being filled in.
+The runtime checkpoints a session several times per step (before its tools run, after a result, at
+the step's end), so `save` writes only what changed since the last save: new messages are appended,
+the newest step is upserted, the session header is updated — O(change) not O(history). That relies
+on the runtime's append-only discipline: messages are only ever appended, and only the newest step
+is still being filled in. One `save` takes any number of sessions in one transaction: a daemon
+stepping many sessions commits the checkpoints that fall in one turn of its event loop together
+(group commit; see book.py).
 
 A lease row per session keeps two daemons on one workspace from stepping the same session at once.
 """
@@ -195,38 +197,31 @@ class SqliteStore:
 
     # -- sessions -------------------------------------------------------------------------------
 
-    def save(self, session: AgentSession) -> None:
-        """Write what changed since this store last saved or loaded the session (all of it the first
-        time), in one transaction."""
+    def save(self, *sessions: AgentSession) -> None:
+        """Write what changed in each session since this store last saved or loaded it (all of it the
+        first time), all in one transaction: every session is saved, or none is."""
         with self._lock:
-            self._save(session)
+            changes = [change for session in sessions if (change := self._change(session)) is not None]
+            if not changes:
+                return
+            what = f"session {sessions[0].session_id}" if len(sessions) == 1 else f"{len(sessions)} sessions"
+            with self._transaction(f"saving {what}") as conn:
+                for change in changes:
+                    change.write(conn)
+                version = _data_version(conn)
+            for change in changes:
+                self._remember(change.session, change.header, change.last_step, version)
 
-    def _save(self, session: AgentSession) -> None:
-        sid = session.session_id
-        mark = self._written.pop(sid, None)
+    def _change(self, session: AgentSession) -> _Change | None:
+        """What saving the session would write; None when the store already holds it all."""
+        mark = self._written.get(session.session_id)
         if mark is not None and not _continues(session, mark):
             mark = None  # a new setup, or history rewritten rather than appended to: store it whole
         header = _header(session)
         steps, last_step = _step_rows(session, mark)
         if mark is not None and _unchanged(session, mark, header, steps):
-            self._written[sid] = mark
-            return
-        with self._transaction(f"saving session {sid}") as conn:
-            if mark is not None and not _update_header(conn, header, mark.header):
-                mark = None  # the row was deleted meanwhile
-                steps, last_step = _step_rows(session, None)
-            if mark is None:
-                setup = (_dumps(session.config), _dumps(session.tools))
-                conn.execute(UPSERT_SESSION, (*header[:-1], *setup, sid))
-                conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-                conn.execute("DELETE FROM steps WHERE session_id = ?", (sid,))
-            first = 0 if mark is None else mark.messages
-            if first < len(session.messages):
-                conn.executemany(INSERT_MESSAGE, _message_rows(sid, session.messages, first))
-            if steps:
-                conn.executemany(UPSERT_STEP, steps)
-            version = _data_version(conn)
-        self._remember(session, header, last_step, version)
+            return None
+        return _Change(session, mark, header, steps, last_step)
 
     def _remember(
         self, session: AgentSession, header: tuple[Any, ...], last_step: bytes, version: int
@@ -412,6 +407,34 @@ def _explain(path: Path, exc: sqlite3.Error, busy_timeout: float) -> str:
     if primary == sqlite3.SQLITE_IOERR:  # e.g. a write refused for space or size (ENOSPC, EFBIG)
         return f"cannot write {path} ({exc}); check that its disk has room, or {FIX_HINT}"
     return f"SQLite failed on {path} ({exc}); {FIX_HINT}"
+
+
+@dataclass(slots=True)
+class _Change:
+    """One session's part of a save: what the store holds of it (`mark`), and what to write."""
+
+    session: AgentSession
+    mark: _Written | None
+    header: tuple[Any, ...]
+    steps: list[tuple[str, int, str]]
+    last_step: bytes
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        session, mark, header, steps = self.session, self.mark, self.header, self.steps
+        sid = session.session_id
+        if mark is not None and not _update_header(conn, header, mark.header):
+            mark = None  # the row was deleted meanwhile
+            steps, self.last_step = _step_rows(session, None)
+        if mark is None:
+            setup = (_dumps(session.config), _dumps(session.tools))
+            conn.execute(UPSERT_SESSION, (*header[:-1], *setup, sid))
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM steps WHERE session_id = ?", (sid,))
+        first = 0 if mark is None else mark.messages
+        if first < len(session.messages):
+            conn.executemany(INSERT_MESSAGE, _message_rows(sid, session.messages, first))
+        if steps:
+            conn.executemany(UPSERT_STEP, steps)
 
 
 # -- rows ---------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 ACP clients throw stderr away, so a line that is not JSON must be answered (-32700, id null) or the
 sender never learns why nothing happened; a JSON value that is not a JSON-RPC message gets -32600.
-Writes are synchronous and in call order, so every `session/update` the agent posts reaches the
-client before the response that follows it.
+Writes keep call order, so every `session/update` the agent posts reaches the client before the
+response that follows it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ class LineTransport:
         self._writer = writer
 
     def post(self, message: dict[str, Any]) -> None:
-        self._writer.write(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self._writer.write(line, linger="id" not in message)  # a notification may wait for company
 
     async def send(self, message: dict[str, Any]) -> None:
         self.post(message)
