@@ -4,6 +4,8 @@ ends the daemon quietly."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import socket
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mini_agent.pipes import SafeWriter
 
 from .test_protocol_errors import RawDaemon, error_of
 
@@ -156,3 +159,34 @@ def test_end_of_input_right_after_shutdown_is_a_quiet_normal_exit(
     log = raw.stderr_path.read_text()
     for noise in ("Traceback", "ERROR", "CancelledError", "Unclosed"):
         assert noise not in log, log
+
+
+class CountingStream(io.BytesIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, data: Any) -> int:
+        self.writes += 1
+        return super().write(data)
+
+
+@pytest.mark.asyncio
+async def test_notifications_wait_for_the_next_response_and_leave_with_it_in_order() -> None:
+    stream = CountingStream()
+    writer = SafeWriter(stream, newline=True)
+    writer.LINGER_SEC = 60.0  # longer than the test: only the response lets them out
+    writer.write(b"n1", linger=True)
+    writer.write(b"n2", linger=True)
+    await asyncio.sleep(0)
+    assert stream.getvalue() == b""
+    writer.write(b"r1")
+    await asyncio.sleep(0)
+    assert stream.getvalue() == b"n1\nn2\nr1\n" and stream.writes == 1
+    writer.LINGER_SEC = 0.01
+    writer.write(b"n3", linger=True)  # alone: it goes out once it has lingered
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        if stream.writes == 2:
+            break
+    assert stream.getvalue() == b"n1\nn2\nr1\nn3\n" and stream.writes == 2

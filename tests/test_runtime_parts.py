@@ -39,7 +39,7 @@ from mini_agent.events import (
 )
 from mini_agent.loops import canonical, streaks
 from mini_agent.runtime import INTERRUPTED, AgentRuntime
-from mini_agent.session import AgentConfig, AgentSession, Decision
+from mini_agent.session import AgentConfig, AgentSession, Decision, StoreUnavailable
 from mini_agent.store import SqliteStore
 from mini_agent.trajectory import replay
 
@@ -347,6 +347,40 @@ async def test_a_new_daemon_resumes_from_each_checkpoint_without_rerunning_a_sta
     observed_before = {obs.call_id for step in snapshot.steps for obs in step.observations}
     assert interrupted == started_before - observed_before
     assert sorted(outcomes) == ["c1", "c2"]
+
+
+class PickyStore(MemoryStore):
+    """Refuses any save that holds the session `bad`, as a store would that cannot take one row."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bad = ""
+        self.groups: list[int] = []
+
+    def save(self, *sessions: AgentSession) -> None:
+        self.groups.append(len(sessions))
+        if any(session.session_id == self.bad for session in sessions):
+            raise StoreUnavailable(f"cannot save {self.bad}")
+        super().save(*sessions)
+
+
+@pytest.mark.asyncio
+async def test_a_session_the_store_refuses_costs_only_itself_in_a_group_commit() -> None:
+    store = PickyStore()
+    replies = [action(call("echo", n, text="hi")) for n in range(4)] + [answer("done")] * 4
+    tools = Tools(ECHO)
+    runtime, _ = runtime_with(ScriptedModel(*replies), tools, store)
+    sessions = [runtime.start_session(f"t{n}").session_id for n in range(4)]
+    store.bad = sessions[0]
+    summaries = await asyncio.gather(*(runtime.run(sid) for sid in sessions))
+    assert max(store.groups) > 1  # the checkpoints were grouped
+    refused, *others = summaries
+    assert refused.stop_reason is StopReason.ERROR and "no tool was run" in (refused.last.error or "")
+    assert runtime.is_unsaved(sessions[0]) and len(tools.ran) == 3
+    for summary in others:
+        sid = summary.session.session_id
+        assert summary.stop_reason is StopReason.END_TURN and not runtime.is_unsaved(sid)
+        assert store.saved[sid].status is SessionStatus.FINISHED
 
 
 # -- approvals and interrupted tools ---------------------------------------------------------------

@@ -3,6 +3,7 @@ processes, damaged and locked files, schema migrations, listing, and the runtime
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
@@ -288,6 +289,51 @@ async def test_runtime_checkpoints_reload_exactly_and_write_each_message_once(db
     with SqliteStore(db) as other:
         assert other.load(session.session_id) == session
     store.close()
+
+
+def test_one_save_writes_many_sessions_in_one_transaction(store: SqliteStore, db: Path) -> None:
+    first, second = fresh("sess_a"), rich()
+    statements = trace(store)
+    store.save(first, second)
+    assert kinds(statements).count("BEGIN") == 1 and statements.count("COMMIT") == 1
+    with SqliteStore(db) as other:
+        assert other.load("sess_a") == first and other.load(second.session_id) == second
+    statements.clear()
+    store.save(first, second)  # nothing changed: no transaction at all
+    assert kinds(statements) == []
+
+
+@pytest.mark.asyncio
+async def test_concurrent_runs_share_checkpoint_transactions(db: Path) -> None:
+    """Sessions stepped at once commit the checkpoints that fall in one turn of the loop together, and
+    each still reloads exactly."""
+    store = SqliteStore(db)
+    statements = trace(store)
+    replies = [action(ToolCall(f"c{n}", "read_file", {"path": "f"}, '{"path": "f"}')) for n in range(2)]
+    model = Lockstep([*replies, LLMResponse("Final Answer: done", final_answer="done")])
+    runtime = AgentRuntime(model, Tools(READ), store=store)
+    sessions = [runtime.start_session(f"count {n}").session_id for n in range(8)]
+    started = sum(sql.startswith("BEGIN") for sql in statements)
+    summaries = await asyncio.gather(*(runtime.run(sid) for sid in sessions))
+    assert all(summary.stop_reason is StopReason.END_TURN for summary in summaries)
+    saves = sum(sql.startswith("BEGIN") for sql in statements) - started - 2 * len(sessions)  # leases
+    assert 0 < saves < 2 * 3 * len(sessions) / 2  # alone, each session would commit twice per step
+    with SqliteStore(db) as other:
+        for summary in summaries:
+            assert other.load(summary.session.session_id) == summary.session
+    store.close()
+
+
+class Lockstep:
+    """The same script for every session (by how many tool results its history holds)."""
+
+    def __init__(self, replies: list[LLMResponse]) -> None:
+        self.replies = replies
+
+    async def generate(self, messages: Sequence[Message], tools: Sequence[ToolSpec], config: LLMConfig,
+                       on_text: TextSink | None = None, **_: object) -> LLMResponse:
+        await asyncio.sleep(0)
+        return self.replies[sum(m.role is Role.TOOL for m in messages)]
 
 
 # -- resuming after a daemon dies (the runtime on top of the store) ---------------------------------

@@ -22,6 +22,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import SessionBusy, SessionFinished, UnknownSession
 from .ports import SessionStore
@@ -30,10 +31,17 @@ from .session import AgentSession, StoreUnavailable
 
 @dataclass(slots=True)
 class Flight:
-    """A session being stepped right now: its cancel switch and its 'a decision arrived' signal."""
+    """A session being stepped right now: its cancel switch, the work its step awaits (which the switch
+    cancels; see `stepper.race`) and its 'a decision arrived' signal."""
 
-    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: bool = False
+    racing: set[asyncio.Future[Any]] = field(default_factory=set)
     decided: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        for work in list(self.racing):
+            work.cancel()
 
 
 class SessionBook:

@@ -197,7 +197,7 @@ class AgentRuntime:
         flight = self._book.flight(session_id)
         if flight is None:
             return False
-        flight.cancel.set()
+        flight.cancel()
         return True
 
     def approve(self, session_id: str, call_id: str, decision: Decision, reason: str | None = None) -> None:

@@ -344,18 +344,22 @@ class Stepper:
 
 
 async def race(flight: Flight, work: Awaitable[T]) -> T:
-    """Await `work` unless the session is cancelled first; then stop it and raise StepCancelled."""
+    """Await `work` unless the session is cancelled first; then stop it and raise StepCancelled.
+
+    The work runs as its own task, which `Flight.cancel` cancels: nothing else waits on the switch."""
     task: asyncio.Future[T] = asyncio.ensure_future(work)
-    stopper: asyncio.Future[Any] = asyncio.ensure_future(flight.cancel.wait())
-    try:
-        await asyncio.wait((task, stopper), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopper.cancel()
-    if not task.done():
+    if flight.cancelled:
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        raise StepCancelled
-    return task.result()
+    flight.racing.add(task)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if flight.cancelled and (current is None or not current.cancelling()):
+            raise StepCancelled from None
+        raise
+    finally:
+        flight.racing.discard(task)
 
 
 _background: set[asyncio.Task[None]] = set()
