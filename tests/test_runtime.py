@@ -7,6 +7,7 @@ approval, errors) without any process or socket. End-to-end behaviour is in test
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -126,6 +127,24 @@ async def test_same_call_three_times_gets_a_note_and_a_fourth_stops() -> None:
     assert len(tools.ran) == 2
     third = summary.session.steps[2].observations[0]
     assert third.is_error and "3 times in a row" in third.output
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("mode", "finish"),
+    [
+        ("react", "give your Final Answer"),
+        ("json", '{"final_answer": ...}'),
+        ("native", "without calling a tool"),
+    ],
+)
+async def test_the_loop_note_says_how_to_finish_in_the_replys_tool_mode(mode: str, finish: str) -> None:
+    same = [dataclasses.replace(action(call("echo", n, text="x")), tool_mode=mode) for n in range(3)]
+    runtime, _ = build(ScriptedModel(*same, answer("x")), Tools(ECHO))
+    summary = await runtime.run(runtime.start_session("loop").session_id)
+    note = summary.session.steps[2].observations[0].output
+    assert "3 times in a row" in note and finish in note
+    assert mode == "react" or "Final Answer" not in note
 
 
 @pytest.mark.asyncio

@@ -39,8 +39,14 @@ T = TypeVar("T")
 LOOP_NOTE = (
     "You have called {name} with exactly these arguments {count} times in a row and it was not run again: "
     "the result would not change. Use what you already have, try different arguments or another tool, "
-    "or give your Final Answer."
+    "or {finish}."
 )
+# how a model finishes, in the words of the tool mode its reply came in
+FINISH: dict[str, str] = {
+    "react": "give your Final Answer",
+    "json": 'answer with {"final_answer": ...} as your action',
+    "native": "answer the user without calling a tool",
+}
 LOOP_STOPPED = "Not run: the session stopped on a repeated tool call."
 INTERRUPTED = (
     "Interrupted: the agent daemon stopped while this tool was running, so its outcome is unknown. "
@@ -182,7 +188,9 @@ class Stepper:
             if streak > threshold:
                 record.stop_reason = StopReason.LOOP_DETECTED
             if streak >= threshold:
-                self._observe(session, record, note(call, LOOP_NOTE.format(name=call.name, count=streak)))
+                finish = FINISH.get(record.tool_mode, FINISH["react"])
+                text = LOOP_NOTE.format(name=call.name, count=streak, finish=finish)
+                self._observe(session, record, note(call, text))
 
     async def _resolve_calls(
         self, session: AgentSession, record: StepRecord, flight: Flight, wait: bool
