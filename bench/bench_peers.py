@@ -122,11 +122,17 @@ def _tools_module() -> Any:
     return module
 
 
-def role_replay(latency: float, steps: int) -> None:
-    """A replayed OpenAI-compatible model: each session calls `add` steps-1 times, then answers."""
+def role_replay(latency: float, steps: int, record: str | None) -> None:
+    """A replayed OpenAI-compatible model: each session calls `add` steps-1 times, then answers.
+    With `record`, every request body is appended to that file, one JSON line each."""
     from mini_agent.replay import ReplayServer
 
+    log = open(record, "a", encoding="utf-8") if record else None  # noqa: SIM115 (open while serving)
+
     def turn(body: dict[str, Any]) -> dict[str, Any]:
+        if log is not None:
+            log.write(json.dumps(body, ensure_ascii=False) + "\n")
+            log.flush()
         done = sum(1 for m in body["messages"] if m.get("role") == "tool")
         reply: dict[str, Any] = {"delay": latency} if latency else {}
         if done + 1 >= steps:
@@ -213,7 +219,7 @@ def _report_episodes(episode: Callable[[], float], episodes: int) -> None:
 
 ROLES: dict[str, Callable[[argparse.Namespace], None]] = {
     "mcp-server": lambda a: role_mcp_server(),
-    "replay": lambda a: role_replay(a.latency, a.steps),
+    "replay": lambda a: role_replay(a.latency, a.steps, a.record),
     "langchain": lambda a: role_langchain(a.episodes),
     "smolagents": lambda a: role_smolagents(a.episodes),
 }
@@ -277,10 +283,11 @@ def rss_mib(pid: int) -> float:
 
 
 @contextlib.asynccontextmanager
-async def model_server(latency: float, steps: int) -> AsyncIterator[str]:
+async def model_server(latency: float, steps: int, record: Path | None = None) -> AsyncIterator[str]:
     """The replayed model in its own process, so its work does not share the client's event loop."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, __file__, "--role", "replay", "--latency", str(latency), "--steps", str(steps),
+        *(["--record", str(record)] if record else []),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=daemon_env())
     assert process.stdin is not None and process.stdout is not None
     try:
@@ -305,36 +312,41 @@ def workspace() -> Path:
 
 async def per_step_mini_agent(trees: list[Tree], episodes: int, *, store: bool
                               ) -> dict[str, tuple[list[float], list[float]]]:
-    """For each tree: (seconds per step of each episode, seconds of bare model requests made between
-    the episodes). The trees' daemons run side by side and take turns, episode by episode.
+    """For each tree: (seconds per step of each episode, seconds of the model server's share of each
+    step). The trees' daemons run side by side and take turns, episode by episode.
 
-    The bare requests are what one step's model call costs the client on its own, measured in the
-    same moments as the episodes, so that the daemon's share can be told from the model server's.
+    The model server's share is measured by sending it the very requests the daemon just sent, bare
+    (one aiohttp client, one at a time, each read to its end), in the same moments as the episodes:
+    what is left of a step is the daemon's overhead, comparable with an in-process framework's.
     """
     import aiohttp
 
+    record = _scratch_dir("mini-agent-bench-requests-") / "requests.jsonl"
+    record.touch()
     figures: dict[str, tuple[list[float], list[float]]] = {tree.label: ([], []) for tree in trees}
-    async with daemons(trees, 0.0, EPISODE_STEPS, store=store) as (base_url, clients), \
+    async with daemons(trees, 0.0, EPISODE_STEPS, store=store, record=record) as (base_url, clients), \
             aiohttp.ClientSession() as http:
         for episode in range(episodes + 1):  # the first is the warm-up
             for label, client in turns(clients, episode):
                 session_id = await client.start_session("Add up.")
+                sent = len(record.read_bytes().splitlines())
                 started = time.perf_counter()
                 result = await client.call("agent/run", {"sessionId": session_id})
                 elapsed = time.perf_counter() - started
                 assert result["stopReason"] == "end_turn" and result["steps"] == EPISODE_STEPS, result
-                times = [await _bare_request(http, base_url) for _ in range(EPISODE_STEPS)]
+                bodies = record.read_bytes().splitlines()[sent:]
+                assert len(bodies) == EPISODE_STEPS, len(bodies)
+                times = [await _bare_request(http, base_url, body) for body in bodies]
                 if episode:
                     figures[label][0].append(elapsed / EPISODE_STEPS)
-                    figures[label][1].extend(times)
+                    figures[label][1].append(sum(times) / EPISODE_STEPS)
     return figures
 
 
-async def _bare_request(http: Any, base_url: str) -> float:
-    body = {"model": "replay", "messages": [{"role": "user", "content": "Add up."}], "stream": True,
-            "tools": [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]}
+async def _bare_request(http: Any, base_url: str, body: bytes) -> float:
     started = time.perf_counter()
-    async with http.post(f"{base_url}/chat/completions", json=body) as response:
+    async with http.post(f"{base_url}/chat/completions", data=body,
+                         headers={"Content-Type": "application/json"}) as response:
         await response.read()
     return time.perf_counter() - started
 
@@ -462,13 +474,13 @@ async def cold_start_figures(peers: Peers, trees: list[Tree], runs: int
 
 
 @contextlib.asynccontextmanager
-async def daemons(trees: list[Tree], latency: float, steps: int, *, store: bool = True
-                  ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+async def daemons(trees: list[Tree], latency: float, steps: int, *, store: bool = True,
+                  record: Path | None = None) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """(the model's URL, a client per tree): a daemon of each tree with the `add` tool, against one
     replayed model where each session calls `add` steps-1 times, then answers."""
     from mini_agent_client import AgentClient
 
-    async with model_server(latency, steps) as base_url, contextlib.AsyncExitStack() as stack:
+    async with model_server(latency, steps, record) as base_url, contextlib.AsyncExitStack() as stack:
         options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"},
                    "store": {"enabled": store}}
         clients = {}
@@ -595,13 +607,14 @@ async def measure(peers: Peers, quick: bool, baseline: Tree | None) -> str:
     smol = per_step_peer(peers, "smolagents", episodes)
     title = "## 1. Overhead per agent step (20-step scripted episode, median ms per step)"
     sections.append(f"{title}\n\n" + table(
-        ["system", "ms / step", "of which the model server could account for (a bare request, ms)"],
+        ["system", "ms / step", "the model server's share (its requests sent again bare, ms)",
+         "overhead (ms / step less that share)"],
         [*([f"{label}: whole daemon over stdio, store {'on (the default)' if store else 'off'}", ms(ours),
-            ms(bare)] for (label, store), (ours, bare) in steps.items()),
+            ms(bare), ms(_less(ours, bare))] for (label, store), (ours, bare) in steps.items()),
          [f"LangChain {peers.versions['langchain']} `create_agent`, in process, fake model", ms(langchain),
-          "—"],
+          "—", ms(langchain)],
          [f"smolagents {peers.versions['smolagents']} `ToolCallingAgent`, in process, fake model", ms(smol),
-          "—"]]))
+          "—", ms(smol)]]))
 
     print("listTools round trips …", file=sys.stderr)
     trips = await list_tools_figures(peers, trees, count)
@@ -645,17 +658,20 @@ async def measure(peers: Peers, quick: bool, baseline: Tree | None) -> str:
             [[label, f"{base:.1f}", f"{started:.0f}", f"{finished:.0f}"]
              for label, (base, started, finished) in memory.items()]))
 
-    ours, _ = steps[THIS.label, True]
+    ours, share = steps[THIS.label, True]
     ours_step, lc_step = statistics.median(ours), statistics.median(langchain)
-    no_store_step = statistics.median(steps[THIS.label, False][0])
+    overhead, no_store_overhead = statistics.median(_less(ours, share)), statistics.median(
+        _less(*steps[THIS.label, False]))
     pygls_start = statistics.median(s for s, _ in starts["minimal pygls"])
     ours_start = statistics.median(s for s, _ in starts[THIS.label])
     ours_rss = statistics.median(r for _, r in starts[THIS.label])
     efficiency, efficiency_no_store = concurrency[THIS.label, True][1], concurrency[THIS.label, False][1]
     targets = [
-        ["per-step overhead (store on) at most LangChain's",
-         f"{ours_step * 1e3:.2f} vs {lc_step * 1e3:.2f} ms (store off: {no_store_step * 1e3:.2f})",
-         _met(ours_step <= lc_step)],
+        ["per-step overhead (store on; the step less the model server's share) at most LangChain's",
+         f"{overhead * 1e3:.2f} vs {lc_step * 1e3:.2f} ms (store off: {no_store_overhead * 1e3:.2f})",
+         _met(overhead <= lc_step)],
+        ["the whole step (store on; model server included) at most LangChain's in-process step",
+         f"{ours_step * 1e3:.2f} vs {lc_step * 1e3:.2f} ms", _met(ours_step <= lc_step)],
         ["cold start at most the minimal pygls server's",
          f"{ours_start * 1e3:.0f} vs {pygls_start * 1e3:.0f} ms "
          f"({(ours_start / pygls_start - 1) * 100:+.0f} %)",
@@ -666,6 +682,11 @@ async def measure(peers: Peers, quick: bool, baseline: Tree | None) -> str:
     ]
     sections.append("## Targets\n\n" + table(["target", "measured", "met"], targets))
     return "\n\n".join(sections) + "\n"
+
+
+def _less(steps: list[float], shares: list[float]) -> list[float]:
+    """Each episode's seconds per step less the model server's share of it."""
+    return [step - share for step, share in zip(steps, shares, strict=True)]
 
 
 def _met(ok: bool) -> str:
@@ -681,6 +702,7 @@ def main() -> int:
     parser.add_argument("--role", choices=sorted(ROLES), help=argparse.SUPPRESS)
     parser.add_argument("--latency", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=EPISODE_STEPS, help=argparse.SUPPRESS)
+    parser.add_argument("--record", help=argparse.SUPPRESS)
     parser.add_argument("--episodes", type=int, default=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role:

@@ -450,7 +450,7 @@ async def _reload(ls: AgentServer, uri: str) -> None:
 def serve(stdin: Readable, stdout: BinaryIO, *, ndjson: bool, answered: Any = None) -> None:
     """pygls' `start_io`, with our reader (bounded frames, errors answered) and a quiet end of input;
     `answered` is the id of an initialize already answered (boot.py), whose answer pygls must not repeat."""
-    from . import framing
+    from . import eventloop, framing
     from .redact import install
 
     install(logging.getLogger())
@@ -469,7 +469,7 @@ def serve(stdin: Readable, stdout: BinaryIO, *, ndjson: bool, answered: Any = No
     server.protocol.answered_early = answered
     try:
         protocol, report = server.protocol, server.report_server_error
-        asyncio.run(framing.serve(stop, read, source, protocol, report, server.close_daemon))
+        eventloop.run(framing.serve(stop, read, source, protocol, report, server.close_daemon))
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:

@@ -23,6 +23,7 @@ from acp.connection import Connection
 from acp.schema import DeleteSessionRequest
 from pydantic import ValidationError
 
+from .. import eventloop
 from ..errors import AgentError, error_data
 from ..params import invalid
 from ..pipes import SafeWriter
@@ -113,4 +114,4 @@ def main(argv: Sequence[str] | None = None) -> None:
         level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
         format="[mini-agent acp] %(levelname)s %(name)s: %(message)s",
     )
-    asyncio.run(_stdio(wire_out, args.trust))
+    eventloop.run(_stdio(wire_out, args.trust))
