@@ -18,10 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mini_agent.contracts import (
     MAX_OUTPUT_BYTES,
@@ -35,6 +32,9 @@ from mini_agent.errors import AgentError
 from mini_agent.tools.host import LoadError, ToolHost
 from mini_agent.tools.protocol import CallResult, DescribedTool, cap_text
 from mini_agent.tools.validation import invalid_arguments
+
+if TYPE_CHECKING:  # imported by the first client tool: see validation.py
+    from jsonschema import Draft202012Validator
 
 ClientToolCaller = Callable[[str, ToolCall], Awaitable[Any]]
 
@@ -433,6 +433,9 @@ def _spec(registration: _FileRegistration, described: DescribedTool) -> ToolSpec
 
 
 def _client_validator(name: str, schema: Any) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     if not isinstance(schema, dict):
         raise RegistrationError(f"inputSchema of client tool '{name}' must be a JSON object")
     try:

@@ -7,9 +7,10 @@ kind of message (each problem with its place, then the schema) as for a workspac
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:  # jsonschema is loaded with the first client or MCP tool (a few MiB a daemon may not need)
+    from jsonschema import Draft202012Validator
 
 
 def invalid_arguments(

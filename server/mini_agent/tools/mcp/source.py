@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-
 from mini_agent import __version__
 from mini_agent.contracts import ToolCall, ToolSpec
 from mini_agent.params import HttpMcpServer, McpServer
@@ -33,6 +31,7 @@ from mini_agent.tools.validation import invalid_arguments
 
 if TYPE_CHECKING:
     import mcp_types as types
+    from jsonschema import Draft202012Validator
     from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
 
 log = logging.getLogger("mini_agent.mcp")
@@ -430,6 +429,8 @@ def _tool(key: str, config: McpServer, name: str, remote: types.Tool) -> _Tool:
         mcp_server=config.name,
         hints=tuple(sorted(_hints(hints).items())),
     )
+    from jsonschema import Draft202012Validator  # with the first server, like the SDK
+
     return _Tool(key, remote.name, spec, Draft202012Validator(schema))
 
 
