@@ -179,12 +179,14 @@ class ReplayServer:
         turn = await self._turn_for(body)
         if turn is None:
             return self._error(exchange, 410, f"the replay script has no turn for request {exchange.number}")
+        # the prompt is read (counted, its prefix cached) before the delay, as a server's prefill comes
+        # before it generates: under many requests at once, that work overlaps the others' delays
+        reply = self._reply(body, turn, exchange) if turn.status < 400 else None
         if turn.delay:
             await asyncio.sleep(turn.delay)
-        if turn.status >= 400:
+        if reply is None:
             message = turn.error or f"scripted HTTP {turn.status}"
             return self._error(exchange, turn.status, message, turn.retry_after)
-        reply = self._reply(body, turn, exchange)
         if body.get("stream"):
             return await self._stream(request, exchange, reply, turn)
         return await self._whole(request, exchange, reply, turn)
