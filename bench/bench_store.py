@@ -1,9 +1,9 @@
 """What the SQLite store costs the daemon: per checkpoint, per step, and per listSessions.
 
 Checkpoints come from the real AgentRuntime (scripted model, instant tool), so the save pattern is
-the runtime's own: model reply, tool started, observation, end of step. The "whole session" rows
-make the store forget what it wrote before every save, which is what a store without incremental
-bookkeeping would pay.
+the runtime's own: before the tool runs, and at the step's end (which also holds the result). The
+"whole session" rows make the store forget what it wrote before every save, which is what a store
+without incremental bookkeeping would pay.
 
     PYTHONPATH=server python bench/bench_store.py [--sessions 10000] [--runs 30]
 """
@@ -71,9 +71,9 @@ class Tools:
 class TimedStore:
     """Times every store call the runtime makes, labelled with the step it belongs to (0: the start)."""
 
-    def __init__(self, store: SqliteStore, *, forget: bool) -> None:
+    def __init__(self, store: SqliteStore, *, whole: bool) -> None:
         self.store = store
-        self.forget = forget
+        self.whole = whole
         self.step: dict[str, int] = {}
         self.calls: list[tuple[str, str, int, float]] = []  # (operation, session, step, seconds)
         self.reload_ms: dict[str, float] = {}
@@ -87,11 +87,16 @@ class TimedStore:
         self.calls.append((operation, session_id, step, elapsed))
         return result
 
-    def save(self, session: AgentSession) -> None:
-        if self.forget:
-            self.store._written.clear()
-        self.step[session.session_id] = len(session.steps)
-        self._timed("save", session.session_id, lambda: self.store.save(session))
+    def save(self, *sessions: AgentSession) -> None:
+        """One session at a time here (one runtime, one session): each save is one checkpoint."""
+        for session in sessions:
+            if self.whole:
+                self.store._written.clear()
+            self.step[session.session_id] = len(session.steps)
+            self._timed("save", session.session_id, lambda s=session: self.store.save(s))
+
+    def forget(self, session_id: str) -> None:
+        self.store.forget(session_id)
 
     def load(self, session_id: str) -> AgentSession | None:
         return self._timed("load", session_id, lambda: self.store.load(session_id))
@@ -106,8 +111,8 @@ class TimedStore:
         return self._timed("release", session_id, lambda: self.store.release(session_id, owner))
 
 
-async def checkpoints(path: Path, runs: int, *, forget: bool) -> TimedStore:
-    timed = TimedStore(SqliteStore(path), forget=forget)
+async def checkpoints(path: Path, runs: int, *, whole: bool) -> TimedStore:
+    timed = TimedStore(SqliteStore(path), whole=whole)
     for _ in range(runs):
         runtime = AgentRuntime(Model(), Tools(), defaults=AgentConfig(max_steps=STEPS), store=timed)
         summary = await runtime.run(runtime.start_session("Summarise every module under src/").session_id)
@@ -197,8 +202,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        incremental = asyncio.run(checkpoints(Path(folder) / "inc.db", args.runs, forget=False))
-        whole = asyncio.run(checkpoints(Path(folder) / "whole.db", args.runs, forget=True))
+        incremental = asyncio.run(checkpoints(Path(folder) / "inc.db", args.runs, whole=False))
+        whole = asyncio.run(checkpoints(Path(folder) / "whole.db", args.runs, whole=True))
         checkpoint_table(incremental, whole, args.runs)
         listing_table(Path(folder) / "list.db", args.sessions)
 
