@@ -5,7 +5,6 @@ HTTP model server; plus the pure thought scanner and parser."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator, Callable
 from itertools import pairwise
 from pathlib import Path
@@ -193,22 +192,6 @@ async def test_a_refused_json_schema_is_asked_again_as_json_object_and_remembere
     assert server.response_formats[1] == {"type": "json_object", "schema": jsonmode.turn_schema([ADD])}
     assert first.tool_mode == second.tool_mode == "json"
     assert first.tool_calls[0].arguments == {"a": 2, "b": 3} and second.final_answer == "5"
-
-
-@pytest.mark.asyncio
-async def test_the_json_prompt_describes_the_reply_and_gives_no_thought_to_copy(
-    client: OpenAICompatibleClient,
-) -> None:
-    """A small model copies an example thought word for word: the prompt the server gets describes the
-    fields and never shows a thought's value, nor any of the ReAct markers that json mode does not read."""
-    async with ReplayServer([{"content": turn("ok", answer="5")}] * 2) as server:
-        await client.generate(HISTORY, [ADD], config(server))
-        await client.generate(HISTORY, [ADD], config(server))
-    first, second = (request["messages"][0]["content"] for request in server.requests)
-    assert first == second  # the same bytes every step: the prefix cache holds
-    assert first.startswith("You are terse.") and '"thought": a string' in first and "names: add." in first
-    assert not re.search(r'"thought"\s*:\s*"', first)
-    assert not re.search(r"\b(Thought|Action|Action Input|Final Answer)\s*:", first)
 
 
 @pytest.mark.asyncio

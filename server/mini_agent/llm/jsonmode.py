@@ -25,24 +25,29 @@ Form = Literal["json_schema", "json_object"]
 
 SCHEMA_NAME = "agent_turn"
 
-# The reply's shape, told by its fields rather than by an example: a small model copies an example's
-# thought word for word instead of thinking. NAME, ARGUMENTS and ANSWER are not JSON, so no reply can
-# take them for values. Shown after a format error, and (tool names added) in the system prompt.
-EXPECTED_FORMAT = """\
-one JSON object and nothing else, with two keys:
-- "thought": a string, your own reasoning about the task in front of you, in your own words.
-- "action": an object, exactly one of
-  - {"tool": NAME, "arguments": ARGUMENTS} to use a tool: NAME is the tool's name, and ARGUMENTS is \
-a JSON object that follows the tool's schema;
-  - {"final_answer": ANSWER} when you have what you need: ANSWER is your answer for the user, a string."""
+EXPECTED_FORMAT = (
+    '{"thought": "<your reasoning>", "action": {"tool": "<tool name>", "arguments": {<the arguments>}}}\n'
+    "\n"
+    "or, when you can answer:\n"
+    "\n"
+    '{"thought": "<your reasoning>", "action": {"final_answer": "<your answer>"}}'
+)
 
 # A template for react.build_system_prompt: `{names}` is filled in, so literal braces are doubled.
-PROTOCOL = (
-    "## How to work\n\nWork in rounds. Each of your replies is "
-    + EXPECTED_FORMAT.replace("{", "{{").replace("}", "}}")
-    + "\n\nThe tools' names: {names}. Their schemas are above. A tool's result arrives in the next "
-    'message, starting with "Observation:".'
-)
+PROTOCOL = """\
+## How to work
+
+Work in rounds. Each of your replies is exactly one JSON object and nothing else.
+
+To use a tool:
+{{"thought": "what you know so far and what you need next", \
+"action": {{"tool": "one of {names}", "arguments": {{"key": "value"}}}}}}
+
+The arguments follow the tool's schema above. The tool's result arrives in the next message, starting \
+with "Observation:".
+
+When you have what you need:
+{{"thought": "why you are done", "action": {{"final_answer": "your answer for the user"}}}}"""
 
 _FINAL_BRANCH: dict[str, Any] = {
     "type": "object",
