@@ -22,6 +22,13 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class UserTurn(Event):
+    """The user's words of a follow-up turn, appended to the history; `step` is the one that answers them."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ThoughtChunk(Event):
     """Model text as it streams (deltas); the whole completion when replayed."""
 
@@ -71,7 +78,8 @@ class StatusChanged(Event):
 
 
 AgentEvent = (
-    ThoughtChunk
+    UserTurn
+    | ThoughtChunk
     | AnswerChunk
     | ToolCallPending
     | ToolCallStarted
