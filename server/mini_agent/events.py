@@ -23,7 +23,8 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class UserTurn(Event):
-    """The user's words of a follow-up turn, appended to the history; `step` is the one that answers them."""
+    """The user's words of a turn, appended to the history; `step` is the one that answers them. Live
+    only a follow-up's (the client gave the task); a replay has the task's on request."""
 
     text: str
 
