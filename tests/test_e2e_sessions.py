@@ -277,3 +277,50 @@ async def test_load_session_replays_the_trajectory_as_updates(jobs: Path) -> Non
         "status",
     ]
     assert json.loads(json.dumps(seen[2]["update"]["observation"]))["output"] == "1"
+
+
+def told(updates: list[dict[str, Any]]) -> list[tuple[int, str, str]]:
+    """The user's and the model's words, and the calls, with their steps: what a replay must keep in place."""
+    keep = {"user_message_chunk": "text", "agent_message_chunk": "text", "tool_call": "name"}
+    return [
+        (u["step"], u["update"]["kind"], u["update"][keep[u["update"]["kind"]]])
+        for u in updates
+        if u["update"]["kind"] in keep
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_follow_up_is_streamed_and_replayed_before_the_steps_that_answer_it(
+    jobs: Path, daemon_factory: Callable[..., Any]
+) -> None:
+    turns = [action("tally", {"name": "f"}), {"content": "Final Answer: one"}]
+    turns.append({"content": "Final Answer: two"})
+    async with ReplayServer(responder=by_history(turns)) as model:
+        client = await daemon_factory(options(model), jobs)
+        await client.request("agent/registerTool", {"path": "jobs.py"})
+        session_id = (await client.request("agent/startSession", {"task": "count once"}))["sessionId"]
+        await client.request("agent/run", {"sessionId": session_id})
+        first_turn = len(client.updates)
+        await client.request("agent/prompt", {"sessionId": session_id, "text": "and now say two"})
+        assert client.updates[first_turn:] == [
+            {
+                "sessionId": session_id,
+                "step": 2,
+                "update": {"kind": "user_message_chunk", "text": "and now say two"},
+            }
+        ]
+        result = await client.request("agent/run", {"sessionId": session_id})
+        assert result["finalAnswer"] == "two"
+        live = told(client.updates)
+        fresh = await daemon_factory(options(model), jobs)
+        loaded = await fresh.request("agent/loadSession", {"sessionId": session_id})
+    assert live == [
+        (0, "tool_call", "tally"),
+        (1, "agent_message_chunk", "one"),
+        (2, "user_message_chunk", "and now say two"),
+        (2, "agent_message_chunk", "two"),
+    ]
+    assert loaded["updatesSent"] == len(fresh.updates) and told(fresh.updates) == live
+    replayed = [u["update"]["kind"] for u in fresh.updates]
+    at = replayed.index("user_message_chunk")
+    assert replayed[at - 1 : at + 2] == ["usage_update", "user_message_chunk", "agent_thought_chunk"]

@@ -36,6 +36,7 @@ from mini_agent.events import (
     ToolCallPending,
     ToolCallStarted,
     UsageReported,
+    UserTurn,
 )
 from mini_agent.loops import canonical, streaks
 from mini_agent.runtime import INTERRUPTED, AgentRuntime
@@ -539,6 +540,17 @@ async def test_replay_of_a_declined_call_equals_the_live_run() -> None:
 
 
 @pytest.mark.asyncio
+async def test_replay_holds_a_follow_up_where_the_live_run_sent_it() -> None:
+    runtime, session, events = await _live(action(call("echo", 1, text="a")), answer("done"), answer("again"))
+    runtime.prompt(session.session_id, "once more")
+    await runtime.run(session.session_id)
+    turns = [e for e in replay(session) if isinstance(e, UserTurn)]
+    assert turns == [UserTurn(session.session_id, 2, "once more")]
+    assert replay(session) == lasting(events)
+    assert replay(session, task=True)[0] == UserTurn(session.session_id, 0, "t")
+
+
+@pytest.mark.asyncio
 async def test_replayed_usage_is_the_running_total_a_live_run_reported() -> None:
     _, session, _ = await _live(action(call("echo", 1, text="a")), answer("done"))
     totals = [e.total for e in replay(session) if isinstance(e, UsageReported)]
@@ -551,6 +563,7 @@ async def test_replayed_usage_is_the_running_total_a_live_run_reported() -> None
 def test_each_event_maps_to_its_update_kind() -> None:
     obs = Observation("c1", "echo", "out")
     events: list[AgentEvent] = [
+        UserTurn("s", 0, "go on"),
         ThoughtChunk("s", 0, "hm"),
         ToolCallPending("s", 0, call("echo", 1, text="a")),
         ToolCallStarted("s", 0, "c1"),
@@ -561,6 +574,7 @@ def test_each_event_maps_to_its_update_kind() -> None:
     ]
     bodies = [wire.update_body(e) for e in events]
     assert [b["kind"] for b in bodies] == [
+        "user_message_chunk",
         "agent_thought_chunk",
         "tool_call",
         "tool_call_update",
@@ -569,8 +583,9 @@ def test_each_event_maps_to_its_update_kind() -> None:
         "usage_update",
         "status",
     ]
-    assert bodies[2]["status"] == "in_progress" and bodies[3]["status"] == "completed"
-    assert bodies[6] == {"kind": "status", "status": "finished", "stopReason": "end_turn"}
+    assert bodies[0] == {"kind": "user_message_chunk", "text": "go on"}
+    assert bodies[3]["status"] == "in_progress" and bodies[4]["status"] == "completed"
+    assert bodies[7] == {"kind": "status", "status": "finished", "stopReason": "end_turn"}
     assert json.loads(json.dumps(bodies)) == bodies
 
 

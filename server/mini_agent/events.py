@@ -22,6 +22,14 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class UserTurn(Event):
+    """The user's words of a turn, appended to the history; `step` is the one that answers them. Live
+    only a follow-up's (the client gave the task); a replay has the task's on request."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ThoughtChunk(Event):
     """Model text as it streams (deltas); the whole completion when replayed."""
 
@@ -71,7 +79,8 @@ class StatusChanged(Event):
 
 
 AgentEvent = (
-    ThoughtChunk
+    UserTurn
+    | ThoughtChunk
     | AnswerChunk
     | ToolCallPending
     | ToolCallStarted

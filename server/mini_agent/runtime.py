@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from .book import SessionBook
 from .contracts import LLMConfig, Message, Role, SessionStatus, StopReason, ToolSpec
 from .errors import SessionBusy, SessionFinished, UnknownApproval, UnknownSession, UnknownTool
-from .events import AgentEvent, EventSink
+from .events import AgentEvent, EventSink, UserTurn
 from .ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
 from .session import AgentConfig, AgentSession, Decision, StepRecord, new_session_id
 from .stepper import CANCELLED_NOTE, DECLINED, INTERRUPTED, LOOP_NOTE, Stepper
@@ -59,6 +59,7 @@ class AgentRuntime:
         """`keys` are API keys by the base URL each was configured for: a key is sent to that server
         only, never to whatever server a session (perhaps one from a cloned store) points at."""
         self._tools = tools
+        self._events = events
         self.defaults = defaults or AgentConfig()
         self._keys = {_server(url): key for url, key in (keys or {}).items()}
         self._own_keys: dict[str, tuple[str, str]] = {}  # session id -> (server, the key it was given)
@@ -158,7 +159,8 @@ class AgentRuntime:
         """A follow-up user turn: a session that ended its turn (answered, ran out of its step budget,
         stopped on a loop) or is ready takes the user's words and is ready again, with a fresh budget.
         The history is only appended to, so the next model request starts with the bytes of the last
-        one (the model server's prefix cache keeps working)."""
+        one (the model server's prefix cache keeps working). The words go out as a `UserTurn` event
+        (the task does not: its client gave it)."""
         session = self.get(session_id)
         stepping = (SessionStatus.RUNNING, SessionStatus.AWAITING_APPROVAL)
         if self.is_busy(session_id) or session.status in stepping:
@@ -168,6 +170,8 @@ class AgentRuntime:
         session.status, session.stop_reason, session.final_answer = SessionStatus.READY, None, None
         session.touch()
         self._book.checkpoint(session)
+        if self._events is not None:
+            self._events(UserTurn(session_id, len(session.steps), text))
         return session
 
     def sessions(self, *, status: str | None = None) -> list[AgentSession]:

@@ -17,6 +17,7 @@ from .events import (
     ToolCallPending,
     ToolCallStarted,
     UsageReported,
+    UserTurn,
 )
 from .session import AgentSession, PendingApproval, StepRecord
 from .store import SessionRow
@@ -25,6 +26,8 @@ from .store import SessionRow
 def update_body(event: AgentEvent) -> dict[str, Any]:
     """An event as the `update` of an `agent/update` notification, `kind` first."""
     match event:
+        case UserTurn(text=text):
+            return {"kind": "user_message_chunk", "text": text}
         case ThoughtChunk(text=text):
             return {"kind": "agent_thought_chunk", "text": text}
         case AnswerChunk(text=text):

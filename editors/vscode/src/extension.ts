@@ -176,8 +176,7 @@ class Extension implements vscode.Disposable {
 
   private async followUp(sessionId: string, text: string): Promise<RunResult> {
     const agent = await this.daemon.ensure();
-    await agent.prompt(sessionId, text);
-    this.store.prompt(sessionId, text);
+    await agent.prompt(sessionId, text); // its user_message_chunk adds the follow-up to the trace
     this.focused = sessionId;
     this.traceView.show(sessionId);
     return this.runSession(agent, sessionId);
@@ -285,7 +284,7 @@ class Extension implements vscode.Disposable {
     }
     if (this.store.get(sessionId) === undefined || !this.isLive(sessionId)) {
       const agent = await this.daemon.ensure();
-      this.store.load(await agent.getSession(sessionId));
+      await this.store.reload(sessionId, () => agent.loadSession(sessionId));
     }
     this.focused = sessionId;
     this.traceView.show(sessionId);
@@ -298,7 +297,8 @@ class Extension implements vscode.Disposable {
     const agent = await this.daemon.ensure();
     // A session keeps the model settings it started with; resume it with today's (the user may just
     // have fixed miniAgent.baseUrl after a model error).
-    this.store.load(await agent.resumeSession(sessionId, this.daemon.modelSettings()));
+    await agent.resumeSession(sessionId, this.daemon.modelSettings());
+    await this.store.reload(sessionId, () => agent.loadSession(sessionId));
     this.focused = sessionId;
     this.traceView.show(sessionId);
     await this.runSession(agent, sessionId);

@@ -116,6 +116,7 @@ export interface RunResult {
 }
 
 export type Update =
+  | { kind: "user_message_chunk"; text: string }
   | { kind: "agent_thought_chunk"; text: string }
   | { kind: "agent_message_chunk"; text: string }
   | {
@@ -468,6 +469,11 @@ export class AgentClient {
 
   getSession(sessionId: string): Promise<Session> {
     return this.request("agent/getSession", { sessionId });
+  }
+
+  /** Replay a stored session as the agent/update notifications a live run sent (they come before the answer). */
+  loadSession(sessionId: string): Promise<SessionSummary & { updatesSent: number }> {
+    return this.request("agent/loadSession", { sessionId });
   }
 
   dispose(): void {

@@ -1,15 +1,13 @@
 /**
- * Folds the daemon's `agent/update` stream (or a stored Session) into a trace: the ordered list of
- * what happened in a session, which the trace view renders and the status bar summarises.
+ * Folds the daemon's `agent/update` stream (live, or a stored session replayed by agent/loadSession)
+ * into a trace: the ordered list of what happened in a session, which the trace view renders and the status bar summarises.
  *
  * Pure data, no `vscode`: the tests feed it real notifications from the daemon.
  */
 
 import type {
   Observation,
-  Session,
   SessionStatus,
-  StepResult,
   StopReason,
   Update,
   UpdateParams,
@@ -40,7 +38,7 @@ export type TraceEntry =
       observation?: Observation;
     }
   | { kind: "answer"; step: number; text: string }
-  /** A follow-up the user sent (agent/prompt): no update carries it, the extension adds it as it sends it. */
+  /** A follow-up the user sent (agent/prompt), from its `user_message_chunk`; `step` is the one that answers it. */
   | { kind: "prompt"; step: number; text: string }
   | { kind: "status"; step: number; status: SessionStatus; stopReason: StopReason | null; message: string | null };
 
@@ -57,8 +55,6 @@ export interface SessionTrace {
   events: { step: number; kind: Update["kind"] }[];
 }
 
-const ZERO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
-
 export function newTrace(sessionId: string, task = ""): SessionTrace {
   return { sessionId, task, status: "ready", stopReason: null, step: 0, entries: [], usage: null, events: [] };
 }
@@ -68,9 +64,13 @@ export function newTrace(sessionId: string, task = ""): SessionTrace {
  * updates do not move the step: the daemon numbers a status change by the step it would start next.
  */
 export function applyUpdate(trace: SessionTrace, step: number, update: Update): void {
-  if (update.kind !== "status" && update.kind !== "usage_update") trace.step = step;
+  const moves = update.kind !== "status" && update.kind !== "usage_update" && update.kind !== "user_message_chunk";
+  if (moves) trace.step = step;
   trace.events.push({ step, kind: update.kind });
   switch (update.kind) {
+    case "user_message_chunk":
+      trace.entries.push({ kind: "prompt", step, text: update.text });
+      return;
     case "agent_thought_chunk":
       appendText(trace, "thought", step, update.text);
       return;
@@ -133,65 +133,6 @@ function findTool(trace: SessionTrace, toolCallId: string): Extract<TraceEntry, 
   return undefined;
 }
 
-/** A follow-up user turn, at the step the trace is at (the next step's output comes after it). */
-export function addPrompt(trace: SessionTrace, text: string): void {
-  trace.entries.push({ kind: "prompt", step: trace.step, text });
-}
-
-/** Rebuild a trace from a stored session (agent/getSession): one thought, its calls and results per step. */
-export function traceFromSession(session: Session): SessionTrace {
-  const trace = newTrace(session.sessionId, session.task);
-  for (const step of session.steps) appendStep(trace, step);
-  trace.status = session.status;
-  trace.stopReason = session.stopReason;
-  trace.usage = session.usage ?? ZERO_USAGE;
-  trace.step = Math.max(0, session.steps.length - 1);
-  return trace;
-}
-
-function appendStep(trace: SessionTrace, step: StepResult): void {
-  const i = step.index;
-  if (step.thought) trace.entries.push({ kind: "thought", step: i, text: step.thought, chunks: 1 });
-  for (const call of step.toolCalls) {
-    const observation = step.observations.find((obs) => obs.toolCallId === call.id);
-    trace.entries.push({
-      kind: "tool",
-      step: i,
-      toolCallId: call.id,
-      name: call.name,
-      arguments: call.arguments,
-      rawArguments: call.rawArguments,
-      state: observation === undefined ? "pending" : callState(observation),
-      observation,
-    });
-  }
-  for (const obs of step.observations) {
-    if (!step.toolCalls.some((call) => call.id === obs.toolCallId)) {
-      // A format error: the daemon's note to the model, with no call behind it.
-      trace.entries.push({
-        kind: "tool",
-        step: i,
-        toolCallId: obs.toolCallId,
-        name: obs.toolName || "(format)",
-        arguments: null,
-        rawArguments: "",
-        state: "failed",
-        observation: obs,
-      });
-    }
-  }
-  if (step.finalAnswer) trace.entries.push({ kind: "answer", step: i, text: step.finalAnswer });
-  if (step.stopReason || step.error) {
-    trace.entries.push({
-      kind: "status",
-      step: i,
-      status: step.status,
-      stopReason: step.stopReason,
-      message: step.error,
-    });
-  }
-}
-
 /** All sessions the extension has seen, fed by agent/update. */
 export class TraceStore {
   private readonly traces = new Map<string, SessionTrace>();
@@ -215,17 +156,14 @@ export class TraceStore {
     return trace;
   }
 
-  prompt(sessionId: string, text: string): SessionTrace {
-    const trace = this.ensure(sessionId);
-    addPrompt(trace, text);
-    this.fire(trace);
-    return trace;
-  }
-
-  /** Replace what we hold with the stored session (after a restart, or to show an old one). */
-  load(session: Session): SessionTrace {
-    const trace = traceFromSession(session);
-    this.traces.set(session.sessionId, trace);
+  /**
+   * Replace what we hold of a stored session (after a restart, or to show an old one) with the daemon's
+   * replay of it: `replay` asks for it (agent/loadSession), its updates arrive before its answer, the task.
+   */
+  async reload(sessionId: string, replay: () => Promise<{ task: string }>): Promise<SessionTrace> {
+    this.traces.set(sessionId, newTrace(sessionId));
+    const { task } = await replay();
+    const trace = this.ensure(sessionId, task);
     this.fire(trace);
     return trace;
   }

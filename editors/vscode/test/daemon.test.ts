@@ -18,7 +18,7 @@ import {
 } from "../src/protocol";
 import { continuesConversation } from "../src/prompts";
 import { renderTrace } from "../src/render";
-import { finalAnswer, statusLabel, traceFromSession, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
+import { finalAnswer, statusLabel, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
 import { copyWorkspace, startDaemon, startReplay, waitFor, type DaemonConnection, type Replay } from "./harness";
 
 const COUNT_SCHEMA = [
@@ -121,10 +121,12 @@ describe("ask: a run streamed into the trace model", () => {
     assert.match(statusLabel(trace), /^\$\(check\) mini-agent: done$/);
   });
 
-  test("the stored session rebuilds the same trace (Show sessions)", async () => {
+  test("the stored session rebuilds the same trace (Show sessions: agent/loadSession)", async () => {
     const { sessions } = await r.client.listSessions();
     assert.ok(sessions.some((s) => s.sessionId === trace.sessionId && s.stepCount === 2));
-    const stored = traceFromSession(await r.client.getSession(trace.sessionId));
+    const stored = await r.store.reload(trace.sessionId, () => r.client.loadSession(trace.sessionId));
+    assert.notEqual(stored, trace, "a trace of its own, rebuilt from the replay");
+    assert.equal(stored.task, "How many non-empty lines does schema.py have?", "the task, from the answer");
     const shape = (t: SessionTrace) => t.entries.filter((e) => e.kind !== "status").map((e) => `${e.step}:${e.kind}`);
     assert.deepEqual(shape(stored), shape(trace));
     assert.equal(tools(stored)[0].observation?.output.trim(), String(expected));
@@ -283,11 +285,10 @@ describe("cancel", () => {
     assert.equal(trace.status, "ready");
     assert.ok(trace.entries.some((e) => e.kind === "status" && e.stopReason === "cancelled"));
     assert.equal(statusLabel(trace), "$(debug-pause) mini-agent: cancelled");
-    const stored = await r.client.getSession(sessionId);
-    assert.equal(stored.status, "ready");
-
     // What "Resume session" does: reload the stored trace, then run again with updates streaming into it.
-    const resumed = store.load(stored);
+    await r.client.resumeSession(sessionId);
+    const resumed = await store.reload(sessionId, () => r!.client.loadSession(sessionId));
+    assert.equal(resumed.status, "ready");
     const again = await r.client.run(sessionId);
     assert.equal(again.stopReason, "end_turn", r.daemon.stderr());
     assert.equal(again.finalAnswer, "resumed after the cancel");
@@ -311,7 +312,7 @@ describe("continuing the conversation", () => {
     // What Ask does when it continues: agent/prompt on the same session, then agent/run.
     const prompted = await r.client.prompt(sessionId, "and a follow-up");
     assert.deepEqual(prompted, { sessionId, status: "ready" });
-    r.store.prompt(sessionId, "and a follow-up");
+    assert.deepEqual(r.store.get(sessionId)!.entries.at(-1), { kind: "prompt", step: 1, text: "and a follow-up" });
     const second = await r.client.run(sessionId);
     assert.equal(second.stopReason, "end_turn", r.daemon.stderr());
     assert.equal(second.finalAnswer, "you said: and a follow-up");
@@ -325,12 +326,22 @@ describe("continuing the conversation", () => {
     const trace = r.store.get(sessionId)!;
     assert.deepEqual(
       trace.entries.filter((e) => e.kind !== "thought").map((e) => `${e.step} ${e.kind}`),
-      ["0 answer", "0 status", "0 prompt", "1 answer", "1 status"],
+      ["0 answer", "0 status", "1 prompt", "1 answer", "1 status"],
     );
     assert.equal(finalAnswer(trace), "you said: and a follow-up");
     const html = renderTrace(trace);
     assert.ok(html.indexOf("you said: and a follow-up") < html.indexOf("Step 1"), "the latest answer on top");
     const order = ["Step 1", "first answer", "Follow-up", "and a follow-up", "Step 2"].map((part) => html.indexOf(part, html.indexOf("Step 1")));
     assert.deepEqual([...order].sort((a, b) => a - b), order, html);
+
+    // Shown again later (a reload: agent/loadSession), the follow-up is in the same place, once; a
+    // replay keeps only the session's last status.
+    const shape = (t: SessionTrace) => t.entries.filter((e) => e.kind !== "status").map((e) => `${e.step} ${e.kind}`);
+    const reloaded = await r.store.reload(sessionId, () => r!.client.loadSession(sessionId));
+    assert.deepEqual(shape(reloaded), shape(trace));
+    const again = renderTrace(reloaded);
+    assert.equal(again.split("Follow-up").length, 2, again);
+    const replayed = ["Step 1", "first answer", "Follow-up", "and a follow-up", "Step 2"].map((part) => again.indexOf(part, again.indexOf("Step 1")));
+    assert.deepEqual([...replayed].sort((a, b) => a - b), replayed, again);
   });
 });

@@ -18,7 +18,7 @@ import {
 } from "../src/protocol";
 import { functionAtLine } from "../src/python";
 import { escapeHtml, FOLD_CHARS, renderTrace } from "../src/render";
-import { addPrompt, applyUpdate, DECLINED_PREFIX, finalAnswer, newTrace, statusLabel, type SessionTrace } from "../src/trace";
+import { applyUpdate, DECLINED_PREFIX, finalAnswer, newTrace, statusLabel, type SessionTrace } from "../src/trace";
 
 describe("resolveLaunch", () => {
   const root = path.join(path.sep, "ws");
@@ -174,7 +174,8 @@ describe("the trace view shows each thing once", () => {
 
   test("after a follow-up the earlier answer stays in its place and the top waits for the new one", () => {
     const trace = answeredTrace("42");
-    addPrompt(trace, "and <twice> that?");
+    applyUpdate(trace, 2, { kind: "user_message_chunk", text: "and <twice> that?" });
+    assert.equal(trace.step, 1, "the user's words are no step of the model's");
     assert.equal(finalAnswer(trace), undefined, "the earlier answer is not the follow-up's");
     const html = renderTrace(trace);
     assert.ok(!html.includes('<section class="answer"'), html);

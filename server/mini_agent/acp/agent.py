@@ -43,7 +43,7 @@ from acp.schema import (
 from .. import __version__, workspace_config
 from ..contracts import StopReason
 from ..errors import AgentError, UnknownSession
-from ..events import AgentEvent
+from ..events import AgentEvent, UserTurn
 from ..params import McpServer, StartSessionParams, parse
 from ..session import new_session_id
 from . import editor_fs, updates
@@ -254,6 +254,8 @@ class MiniAgent:
         chat = self._chats[session_id] = Chat(session_id, workspace, started, servers)
 
         def on_event(event: AgentEvent) -> None:
+            if isinstance(event, UserTurn):  # the client shows the prompt it sent; session/load replays it
+                return
             update = updates.update_for(event, workspace.kind_of)
             if update is not None:
                 workspace.post(event.session_id, update)

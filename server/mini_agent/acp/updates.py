@@ -22,7 +22,7 @@ from acp.schema import (
     UsageUpdate,
 )
 
-from ..contracts import Observation, Role, TokenUsage, ToolCall, ToolSpec
+from ..contracts import Observation, TokenUsage, ToolCall, ToolSpec
 from ..events import (
     AgentEvent,
     AnswerChunk,
@@ -32,9 +32,10 @@ from ..events import (
     ToolCallPending,
     ToolCallStarted,
     UsageReported,
+    UserTurn,
 )
 from ..session import AgentSession
-from ..trajectory import step_events
+from ..trajectory import replay
 
 Update = Any  # one of the SDK's session-update models
 PromptBlock = (
@@ -69,6 +70,8 @@ def kind_of(name: str, spec: ToolSpec | None) -> ToolKind:
 def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
     """`event` as a session update; None for what ACP has no update for (status changes)."""
     match event:
+        case UserTurn(text=text):
+            return helpers.update_user_message_text(text)
         case ThoughtChunk(text=text):
             return helpers.update_agent_thought_text(text)
         case AnswerChunk(text=text):
@@ -105,29 +108,9 @@ def permission_call(call: ToolCall, kind: ToolKind) -> dict[str, Any]:
 
 
 def history(session: AgentSession, kind_of: KindOf) -> list[Update]:
-    """A stored session as `session/load` replays it: each user turn as a `user_message_chunk`, before
-    the steps that answered it, and each step as the lasting updates `trajectory.step_events` makes."""
-    out: list[Update] = []
-    turns = user_turns(session)
-    total = TokenUsage()
-    for record in session.steps:
-        out += [helpers.update_user_message_text(text) for at, text in turns if at == record.index]
-        total = total + record.usage
-        out += [u for e in step_events(session.session_id, record, total) if (u := update_for(e, kind_of))]
-    out += [helpers.update_user_message_text(text) for at, text in turns if at >= len(session.steps)]
-    return out
-
-
-def user_turns(session: AgentSession) -> list[tuple[int, str]]:
-    """Each user message with the index of the step that came after it (one assistant message a step)."""
-    turns: list[tuple[int, str]] = []
-    steps = 0
-    for message in session.messages:
-        if message.role is Role.USER:
-            turns.append((steps, message.content))
-        elif message.role is Role.ASSISTANT:
-            steps += 1
-    return turns
+    """A stored session as `session/load` replays it: each user turn, the task too, as a
+    `user_message_chunk` before the steps that answered it, and each step's lasting updates."""
+    return [u for event in replay(session, task=True) if (u := update_for(event, kind_of))]
 
 
 def usage_update(step: TokenUsage, total: TokenUsage, used: int = 0, size: int = 0) -> UsageUpdate:
