@@ -41,6 +41,7 @@ from .failures import (
     notice_retry,
     parse_retry_after,
 )
+from .http1 import Http1Transport
 from .replies import (
     BadReply,
     Completion,
@@ -53,7 +54,7 @@ from .replies import (
     read_stream,
     read_whole,
 )
-from .transport import AiohttpTransport, Transport, TransportError
+from .transport import Transport, TransportError
 from .window import overflow
 
 # What auto mode tries, in order; a server that refuses one is asked in the next, and that is remembered.
@@ -90,7 +91,7 @@ class OpenAICompatibleClient:
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
         self._retry_after_cap = retry_after_cap
-        self._transport = transport if transport is not None else AiohttpTransport()
+        self._transport = transport if transport is not None else Http1Transport()
         # per (base_url, model): the mode auto mode settled on, the response_format form that worked
         self._auto_mode: dict[tuple[str, str], ToolMode] = {}
         self._json_form: dict[tuple[str, str], jsonmode.Form] = {}

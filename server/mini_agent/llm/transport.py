@@ -1,8 +1,9 @@
 """The model client's transport seam: one HTTP POST, answered with a status, headers and a body that
 can be read whole or in chunks as they arrive.
 
-`AiohttpTransport` is the real one (aiohttp, imported on first use: it costs a quarter of a second the
-daemon should not spend before answering `initialize`); tests hand the client a fake, so what the client
+The real ones: `http1.Http1Transport` for `http://` servers (asyncio streams), which hands `https://`
+to `AiohttpTransport` here (aiohttp, imported on first use: it costs a quarter of a second the daemon
+should not spend before answering `initialize`). Tests hand the client a fake, so what the client
 makes of replies, errors and cut streams is tested without a socket.
 """
 
@@ -64,7 +65,7 @@ class Transport(Protocol):
     async def aclose(self) -> None: ...
 
 
-_LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 
 @contextlib.contextmanager
@@ -80,7 +81,7 @@ def _network_errors() -> Iterator[None]:
         raise TransportError(str(exc), phase="reading") from exc
     except aiohttp.ClientConnectorError as exc:
         refused = isinstance(exc.os_error, ConnectionRefusedError)
-        nearby = refused and exc.host in _LOOPBACK
+        nearby = refused and exc.host in LOOPBACK
         raise TransportError(_connect_failure(exc), unreachable=True, refused_nearby=nearby) from exc
     except aiohttp.ClientError as exc:
         raise TransportError(f"{type(exc).__name__}: {exc}") from exc
