@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 import pytest_asyncio
-from mini_agent.llm.http1 import MAX_HEAD_BYTES, Http1Transport
+from hypothesis import given
+from hypothesis import strategies as st
+from mini_agent.llm.http1 import MAX_HEAD_BYTES, Dechunker, Http1Transport
 from mini_agent.llm.transport import TransportError
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -163,3 +165,16 @@ async def test_a_silent_server_is_a_reading_timeout(transport: Http1Transport) -
             pass
     assert caught.value.phase == "reading"
     server.close()
+
+
+CHUNKED = b"5\r\ndata:\r\n3;ext=1\r\n 1\n\r\n10\r\n" + b"x" * 16 + b"\r\n0\r\nX-Trailer: t\r\n\r\n"
+
+
+@given(st.lists(st.integers(min_value=1, max_value=len(CHUNKED)), max_size=12))
+def test_a_chunked_body_decodes_the_same_however_it_is_split(cuts: list[int]) -> None:
+    body, pieces, at = Dechunker(), [], 0
+    for end in sorted({*cuts, len(CHUNKED)}):
+        assert not body.done
+        pieces += body.feed(CHUNKED[at:end])
+        at = end
+    assert body.done and b"".join(pieces) == b"data: 1\n" + b"x" * 16

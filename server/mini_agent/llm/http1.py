@@ -159,35 +159,86 @@ class _Http1Reply:
             yield chunk
 
     async def _chunked_body(self) -> AsyncIterator[bytes]:
-        while True:
-            line = await self._line()
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise TransportError(f"a chunk of the reply has no valid size ({line[:40]!r})") from None
-            if size == 0:
-                while await self._line():  # trailers, up to the empty line
-                    pass
-                return
-            async for chunk in self._sized_body(size):
-                yield chunk
-            if await self._line():
-                raise TransportError("a chunk of the reply is longer than its size")
+        body = Dechunker()
+        while not body.done:
+            data = await self._read(READ_BYTES)
+            if not data:
+                raise TransportError("the connection closed in the middle of the reply")
+            for piece in body.feed(data):
+                yield piece
 
     async def _read(self, size: int) -> bytes:
         async with asyncio.timeout(self._timeout):
             return await self.connection.reader.read(size)
 
-    async def _line(self) -> bytes:
-        try:
-            async with asyncio.timeout(self._timeout):
-                return (await self.connection.reader.readuntil(b"\r\n"))[:-2]
-        except asyncio.IncompleteReadError:
-            raise TransportError("the connection closed in the middle of the reply") from None
-
     def close(self) -> None:
         self._keep = False
         self.connection.close()
+
+
+class Dechunker:
+    """The chunked transfer coding, decoded from whatever bytes arrive (one network read may hold many
+    chunks, or part of one): `feed` returns the payload so far; `done` once the last chunk and the
+    trailers are in. A malformed body is a TransportError."""
+
+    def __init__(self) -> None:
+        self._held = b""
+        self._left = 0  # payload bytes still to come in the current chunk
+        self._step = self._size
+        self.done = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._held += data
+        out: list[bytes] = []
+        while not self.done and self._step(out):
+            pass
+        if len(self._held) > MAX_HEAD_BYTES:
+            raise TransportError("a chunk size or trailer line of the reply never ends")
+        return out
+
+    def _size(self, out: list[bytes]) -> bool:
+        line = self._line()
+        if line is None:
+            return False
+        try:
+            self._left = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise TransportError(f"a chunk of the reply has no valid size ({line[:40]!r})") from None
+        self._step = self._payload if self._left else self._trailer
+        return True
+
+    def _payload(self, out: list[bytes]) -> bool:
+        piece, self._held = self._held[: self._left], self._held[self._left :]
+        if piece:
+            out.append(piece)
+            self._left -= len(piece)
+        if self._left:
+            return False
+        self._step = self._end_of_chunk
+        return True
+
+    def _end_of_chunk(self, out: list[bytes]) -> bool:
+        if len(self._held) < 2:
+            return False
+        if self._held[:2] != b"\r\n":
+            raise TransportError("a chunk of the reply is longer than its size")
+        self._held = self._held[2:]
+        self._step = self._size
+        return True
+
+    def _trailer(self, out: list[bytes]) -> bool:
+        line = self._line()
+        if line is None:
+            return False
+        self.done = not line  # trailers end at an empty line
+        return True
+
+    def _line(self) -> bytes | None:
+        end = self._held.find(b"\r\n")
+        if end < 0:
+            return None
+        line, self._held = self._held[:end], self._held[end + 2 :]
+        return line
 
 
 @contextlib.contextmanager
