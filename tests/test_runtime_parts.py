@@ -384,6 +384,23 @@ async def test_a_session_the_store_refuses_costs_only_itself_in_a_group_commit()
         assert store.saved[sid].status is SessionStatus.FINISHED
 
 
+class BrokenStore(MemoryStore):
+    """Fails as no store should: not StoreUnavailable, once the session has a step."""
+
+    def save(self, *sessions: AgentSession) -> None:
+        if any(session.steps for session in sessions):
+            raise RuntimeError("the store broke")
+        super().save(*sessions)
+
+
+@pytest.mark.asyncio
+async def test_a_store_that_breaks_unexpectedly_fails_the_step_instead_of_hanging_it() -> None:
+    runtime, _ = runtime_with(ScriptedModel(action(call("echo", 1, text="hi"))), Tools(ECHO), BrokenStore())
+    session = runtime.start_session("t")
+    with pytest.raises(RuntimeError, match="the store broke"):
+        await asyncio.wait_for(runtime.run(session.session_id), 30)
+
+
 # -- approvals and interrupted tools ---------------------------------------------------------------
 
 

@@ -116,19 +116,30 @@ class SessionBook:
         await done
 
     def _save_due(self) -> None:
+        """Write what is due, then release those waiting on it — with the error, should the store fail
+        in a way it does not report as unavailable, so that no step waits for ever."""
         due, self._due = list(self._due.values()), {}
         waiting, self._waiting = self._waiting, []
-        if due:
-            failure = self._save(due)
-            for session in due:  # a group that failed is tried one by one: a bad session costs only itself
-                error = failure if failure is None or len(due) == 1 else self._save([session])
-                if error is None:
-                    self.unsaved.pop(session.session_id, None)
-                else:
-                    self.unsaved[session.session_id] = error
+        try:
+            if due:
+                self._save_all(due)
+        except BaseException as exc:
+            for done in waiting:
+                if not done.done():
+                    done.set_exception(exc)
+            raise
         for done in waiting:
             if not done.done():
                 done.set_result(None)
+
+    def _save_all(self, due: list[AgentSession]) -> None:
+        failure = self._save(due)
+        for session in due:  # a group that failed is tried one by one: a bad session costs only itself
+            error = failure if failure is None or len(due) == 1 else self._save([session])
+            if error is None:
+                self.unsaved.pop(session.session_id, None)
+            else:
+                self.unsaved[session.session_id] = error
 
     def _save(self, sessions: list[AgentSession]) -> StoreUnavailable | None:
         assert self.store is not None
