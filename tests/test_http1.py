@@ -23,6 +23,7 @@ class RawServer:
         self.answers = answers
         self.close_after = close_after
         self.connections = 0
+        self.ended = 0  # connections the client closed
         self.requests: list[bytes] = []
         self.server: asyncio.Server | None = None
 
@@ -38,8 +39,11 @@ class RawServer:
                 await writer.drain()
                 if self.close_after:
                     break
+            else:
+                await reader.read()  # nothing more to say: hold the connection until the client lets go
+                self.ended += 1
         except asyncio.IncompleteReadError:
-            pass
+            self.ended += 1
         writer.close()
 
     async def __aenter__(self) -> str:
@@ -108,6 +112,33 @@ async def test_a_kept_connection_the_server_dropped_is_replaced(transport: Http1
         await asyncio.sleep(0.05)
         assert await body_of(transport, url) == (200, b"two")
     assert raw.connections == 2
+
+
+@pytest.mark.asyncio
+async def test_an_answer_without_a_body_ends_at_its_head(transport: Http1Transport) -> None:
+    raw = RawServer([b"HTTP/1.1 204 No Content\r\n\r\n", sized(b"next")])
+    async with raw as url:
+        assert await body_of(transport, url) == (204, b"")
+        assert await body_of(transport, url) == (200, b"next")
+    assert raw.connections == 1
+
+
+@pytest.mark.asyncio
+async def test_a_request_cancelled_on_a_kept_connection_closes_it(transport: Http1Transport) -> None:
+    raw = RawServer([sized(b"one"), b"HTTP/1.1 200 OK\r\n"])  # the second head never ends
+    async with raw as url:
+        assert await body_of(transport, url) == (200, b"one")
+        waiting = asyncio.ensure_future(body_of(transport, url))
+        while len(raw.requests) < 2:
+            await asyncio.sleep(0.01)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        for _ in range(500):  # the server sees the connection end
+            if raw.ended:
+                break
+            await asyncio.sleep(0.01)
+        assert raw.ended == 1 and transport._idle == {("127.0.0.1", int(url.split(":")[2].split("/")[0])): []}
 
 
 @pytest.mark.asyncio

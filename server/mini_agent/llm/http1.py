@@ -81,6 +81,9 @@ class Http1Transport:
                 return await _send(kept, request, timeout_sec)
             except _Stale:
                 kept.close()  # closed by the server while idle: once more on a new connection
+            except BaseException:
+                kept.close()
+                raise
         connection = await _connect(address, timeout_sec)
         try:
             return await _send(connection, request, timeout_sec)
@@ -121,8 +124,9 @@ class _Http1Reply:
         self.headers: Mapping[str, str] = CIMultiDictProxy(headers)
         declared = headers.get("Content-Type", "application/octet-stream")
         self.content_type = declared.split(";")[0].strip().lower()
-        chunked = "chunked" in headers.get("Transfer-Encoding", "").lower()
-        length = headers.get("Content-Length")
+        bodiless = status in (204, 304)
+        chunked = "chunked" in headers.get("Transfer-Encoding", "").lower() and not bodiless
+        length = "0" if bodiless else headers.get("Content-Length")
         self.content_length = int(length) if length is not None and length.isdigit() and not chunked else None
         self._chunked = chunked
         self._to_eof = not chunked and self.content_length is None
