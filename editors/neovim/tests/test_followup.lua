@@ -1,11 +1,13 @@
 -- :MiniAgentAsk goes on with the workspace's conversation: the second question is a follow-up turn
 -- of the same session (agent/prompt), which sees the first; :MiniAgentAsk! starts a new one.
+-- :MiniAgentSessions replays the conversation with its follow-up in place, and fires no live events.
 local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
 
 h.run(function()
   vim.g.mini_agent = { llm = { baseUrl = h.base_url, model = 'replay' } }
   h.load_plugin()
   local events = h.record_events({ 'MiniAgentSessionStart', 'MiniAgentSessionEnd' })
+  local live = h.record_events({ 'MiniAgentUpdate', 'MiniAgentAnswer', 'MiniAgentStatus' })
   local function ask(command, ends)
     vim.cmd(command)
     h.wait('answer ' .. ends, function()
@@ -32,4 +34,24 @@ h.run(function()
     '━━ fresh start ━━',
     'Answer: three',
   })
+
+  local before = #live
+  vim.ui.select = function(items, _, on_choice)
+    on_choice(vim.tbl_filter(function(item)
+      return item.sessionId == first.sessionId
+    end, items)[1])
+  end
+  vim.cmd('MiniAgentSessions')
+  h.wait('the conversation in the trace again', function() -- its history arrives as agent/update
+    local at = h.trace_text():find('(history)', 1, true)
+    return at ~= nil and h.trace_text():find('Answer: two', at, true) ~= nil
+  end)
+  local history = h.trace_text():sub(h.find(h.trace_text(), '(history)'))
+  h.in_order(history, {
+    'Answer: one',
+    '━━ and a follow-up ━━',
+    'follow-up',
+    'Answer: two, after and a follow-up',
+  })
+  h.eq(before, #live, 'live events fired while the history was replayed')
 end)

@@ -118,7 +118,7 @@ function M.ask(task, opts)
         start(daemon, root, task, opts, done)
         return
       end
-      trace.session_start(session.id, task, 'follow-up')
+      -- its header came with the daemon's user_message_chunk, before this answer
       sessions.fire('MiniAgentSessionStart', { sessionId = session.id, task = task, root = root, followUp = true })
       run(daemon, session, done)
     end)
@@ -272,11 +272,23 @@ function M.show(sid, opts)
     client.request(daemon, 'agent/getSession', { sessionId = sid }, function(err, session)
       if err then
         notify('no such session: ' .. err.message, vim.log.levels.ERROR)
-      else
-        trace.show_session(session)
-        trace.open()
+        done(err, session)
+        return
       end
-      done(err, session)
+      local label = ('%s, %d steps (history)'):format(session.status, #(session.steps or {}))
+      trace.session_start(sid, session.task or '', label)
+      -- the daemon sends the history as agent/update, follow-ups in place, before it answers
+      sessions.replaying[sid] = true
+      client.request(daemon, 'agent/loadSession', { sessionId = sid }, function(load_err)
+        sessions.replaying[sid] = nil
+        if load_err then
+          trace.note(sid, 'could not replay the session: ' .. load_err.message, true)
+        elseif session.status == 'awaiting_approval' then
+          trace.update(sid, #(session.steps or {}), { kind = 'status', status = 'awaiting_approval' })
+        end
+        trace.open()
+        done(load_err, session)
+      end)
     end)
   end)
 end

@@ -27,6 +27,8 @@ local FAILURES = {
 M.sessions = {}
 ---@type string[] session ids, oldest first
 M.order = {}
+---@type table<string, boolean> sessions whose history agent/loadSession is sending: trace lines only
+M.replaying = {}
 
 --- Fire `User <pattern>` with `data` (see :h mini-agent-events).
 ---@param pattern string
@@ -88,9 +90,12 @@ function M.on_update(params, client_id)
   if type(sid) ~= 'string' or type(update) ~= 'table' then
     return
   end
+  trace.update(sid, step, update)
+  if M.replaying[sid] then -- history, not news: no autocmds, no change to what the session is doing
+    return
+  end
   local daemon = require('mini_agent.client').by_client(client_id)
   local session = M.sessions[sid] or M.track(sid, { root = daemon and daemon.root or config.root() })
-  trace.update(sid, step, update)
   M.fire('MiniAgentUpdate', params)
   local kind = update.kind
   if kind == 'tool_call' then

@@ -411,7 +411,9 @@ end
 ---@param update table
 function M.update(sid, step, update)
   local kind = update.kind
-  if kind == 'agent_thought_chunk' then
+  if kind == 'user_message_chunk' then
+    M.session_start(sid, update.text or '', 'follow-up')
+  elseif kind == 'agent_thought_chunk' then
     header(sid, step)
     stream(sid, 'thought', update.text or '', 'MiniAgentThought', nil, true)
   elseif kind == 'tool_call' then
@@ -458,38 +460,6 @@ function M.note(sid, text, is_error)
     header(sid)
   end
   add(vim.split(text, '\n', { plain = true }), is_error and 'MiniAgentError' or 'MiniAgentStatus')
-end
-
---- Render a stored session (agent/getSession) as if its updates arrived now.
----@param session table
-function M.show_session(session)
-  local sid = session.sessionId
-  M.session_start(sid, session.task or '', ('%s, %d steps (history)'):format(session.status, #(session.steps or {})))
-  for _, step in ipairs(session.steps or {}) do
-    local index = step.index or 0
-    if step.thought and step.thought ~= '' then
-      M.update(sid, index, { kind = 'agent_thought_chunk', text = step.thought })
-    end
-    for _, call in ipairs(step.toolCalls or {}) do
-      M.update(sid, index, vim.tbl_extend('force', call, { kind = 'tool_call', toolCallId = call.id }))
-    end
-    for _, obs in ipairs(step.observations or {}) do
-      M.update(sid, index, { kind = 'tool_call_update', toolCallId = obs.toolCallId, observation = obs })
-    end
-    if step.finalAnswer then
-      M.update(sid, index, { kind = 'agent_message_chunk', text = step.finalAnswer })
-    end
-    if step.usage then
-      M.update(sid, index, { kind = 'usage_update', usage = step.usage })
-    end
-    if step.stopReason then
-      local update = { kind = 'status', status = step.status, stopReason = step.stopReason, message = step.error }
-      M.update(sid, index, update)
-    end
-  end
-  if session.status == 'awaiting_approval' then
-    M.update(sid, #(session.steps or {}), { kind = 'status', status = 'awaiting_approval' })
-  end
 end
 
 --- Replace a fold line with the lines it hides.
