@@ -35,6 +35,21 @@ function M.trace_text()
   return buf and table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') or ''
 end
 
+--- Wait for a replayed session (:MiniAgentSessions) to reach `last`; its history arrives as
+--- agent/update after the "(history)" header. Returns the trace from that header on.
+---@param last string
+---@return string
+function M.wait_history(last)
+  local function history()
+    local at = M.trace_text():find('(history)', 1, true)
+    return at and M.trace_text():sub(at) or ''
+  end
+  M.wait('the replayed session up to ' .. last, function()
+    return history():find(last, 1, true) ~= nil
+  end)
+  return history()
+end
+
 --- What a window shows of its buffer: a closed fold is its one fold line ('foldtext').
 ---@param win integer
 ---@return string[]

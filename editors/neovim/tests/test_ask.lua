@@ -95,13 +95,9 @@ h.run(function()
     on_choice(items[1])
   end
   vim.cmd('MiniAgentSessions')
-  h.wait('the stored session in the trace', function() -- its history arrives as agent/update
-    local at = h.trace_text():find('(history)', 1, true)
-    return at ~= nil and h.trace_text():find('■ done', at, true) ~= nil
-  end)
+  local history = h.wait_history('■ done')
   h.find(offered[1], require('mini_agent.trace').short(sid))
   h.find(offered[1], 'How many lines does schema.py have?')
-  local history = h.trace_text():sub(h.find(h.trace_text(), '(history)'))
   h.in_order(history, {
     '→ count_file_lines {"file_path": "schema.py"}',
     ('← count_file_lines: %d'):format(lines),

@@ -42,11 +42,7 @@ h.run(function()
     end, items)[1])
   end
   vim.cmd('MiniAgentSessions')
-  h.wait('the conversation in the trace again', function() -- its history arrives as agent/update
-    local at = h.trace_text():find('(history)', 1, true)
-    return at ~= nil and h.trace_text():find('Answer: two', at, true) ~= nil
-  end)
-  local history = h.trace_text():sub(h.find(h.trace_text(), '(history)'))
+  local history = h.wait_history('Answer: two')
   h.in_order(history, {
     'Answer: one',
     '━━ and a follow-up ━━',
