@@ -165,19 +165,23 @@ def _position_encoding(client: dict[str, Any]) -> str | None:
     return next((item for item in offered if item in _ENCODINGS), "utf-16")
 
 
-def main(*, ndjson: bool = False) -> None:
-    """Serve on stdio (LSP framing, or one JSON message per line with `ndjson`).
-
-    fd 1 is moved to stderr first: only protocol frames may reach the real stdout.
-    """
+def claim_stdout(label: str) -> BinaryIO:
+    """The real stdout, for protocol messages alone: fd 1 (and `print`, and anything a library or a
+    child writes there) goes to stderr from now on, where the logs go too, each line led by `label`."""
     wire_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     logging.basicConfig(
         stream=sys.stderr,
         level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
-        format="[mini-agent] %(levelname)s %(name)s: %(message)s",
+        format=f"[{label}] %(levelname)s %(name)s: %(message)s",
     )
+    return wire_out
+
+
+def main(*, ndjson: bool = False) -> None:
+    """Serve on stdio (LSP framing, or one JSON message per line with `ndjson`)."""
+    wire_out = claim_stdout("mini-agent")
     stdin = sys.stdin.buffer
     read, body = read_first(stdin, ndjson=ndjson)
     answer = early_answer(body) if body is not None else None

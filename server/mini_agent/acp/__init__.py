@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -24,6 +23,7 @@ from acp.schema import DeleteSessionRequest
 from pydantic import ValidationError
 
 from .. import eventloop
+from ..boot import claim_stdout
 from ..errors import AgentError, error_data
 from ..params import invalid
 from ..pipes import SafeWriter
@@ -104,14 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """fd 1 is moved to stderr first: only ACP messages may reach the real stdout."""
+    """Only ACP messages may reach the real stdout (`boot.claim_stdout`)."""
     args = build_parser().parse_args(argv)
-    wire_out = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=os.environ.get("MINI_AGENT_LOG", "WARNING").upper(),
-        format="[mini-agent acp] %(levelname)s %(name)s: %(message)s",
-    )
+    wire_out = claim_stdout("mini-agent acp")
     eventloop.run(_stdio(wire_out, args.trust))
