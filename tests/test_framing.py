@@ -8,13 +8,15 @@ import asyncio
 import io
 import json
 import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_agent.pipes import SafeWriter
+from mini_agent.pipes import InBuffer, SafeWriter
 
+from .conftest import DAEMON, daemon_env
 from .test_protocol_errors import RawDaemon, error_of
 
 LIST_TOOLS = b'{"jsonrpc": "2.0", "id": 99, "method": "agent/listTools", "params": {}}'
@@ -190,3 +192,71 @@ async def test_notifications_wait_for_the_next_response_and_leave_with_it_in_ord
         if stream.writes == 2:
             break
     assert stream.getvalue() == b"n1\nn2\nr1\nn3\n" and stream.writes == 2
+
+
+def _frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def _request(msg_id: int, method: str, params: Any = None) -> bytes:
+    return _frame(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode())
+
+
+def test_frames_in_one_write_and_frames_cut_anywhere_are_all_answered_in_order(
+    daemons: list[RawDaemon], workspace: Path
+) -> None:
+    """The first write carries initialize with ten requests behind it (what boot reads ahead of the
+    early answer must reach the reader); then one frame arrives a byte at a time."""
+    raw = start(daemons, workspace)
+    init = {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}
+    initialized = _frame(b'{"jsonrpc": "2.0", "method": "initialized", "params": {}}')
+    burst = _request(1, "initialize", init) + initialized
+    write(raw, burst + b"".join(_request(10 + n, "agent/listTools", {}) for n in range(10)))
+    assert "capabilities" in raw.answer_to(1)["result"]
+    answered: list[int] = []
+    while len(answered) < 10:
+        message = raw.read()
+        if "method" not in message:
+            answered.append(message["id"])
+    assert answered == list(range(10, 20))
+    for byte in _request(20, "agent/listTools", {}):
+        write(raw, bytes([byte]))
+    assert raw.answer_to(20)["result"]["tools"] == []
+
+
+def test_a_daemon_reading_a_file_as_stdin_answers_it_all_and_ends(workspace: Path) -> None:
+    """stdin that the event loop cannot poll (a regular file) is read by a worker thread instead; its
+    end ends the daemon, after every request in it is answered."""
+    init = {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}
+    script = workspace.parent / "session.lsp"
+    script.write_bytes(
+        _request(1, "initialize", init) + _request(2, "agent/listTools", {}) + _request(3, "shutdown")
+    )
+    with script.open("rb") as stdin:
+        done = subprocess.run(DAEMON, stdin=stdin, capture_output=True, env=daemon_env(), cwd=workspace,
+                              timeout=60, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    answers, rest = [], done.stdout
+    while rest:
+        head, _, rest = rest.partition(b"\r\n\r\n")
+        length = int(head.split(b"\r\n")[0].removeprefix(b"Content-Length:"))
+        answers.append(json.loads(rest[:length]))
+        rest = rest[length:]
+    assert [a["id"] for a in answers if "id" in a] == [1, 2, 3]
+    assert answers[1]["result"] == {"tools": []}
+
+
+def test_the_input_buffer_takes_lines_and_counts_and_asks_for_more_only_when_it_must() -> None:
+    buffer = InBuffer()
+    buffer.add(b"Content-Len")
+    assert buffer.take_line(100) is None  # no newline yet, under the limit
+    buffer.add(b"gth: 3\r\n\r\nab")
+    assert buffer.take_line(100) == b"Content-Length: 3\r\n"
+    assert buffer.take_line(100) == b"\r\n"
+    assert buffer.take_bytes(3) is None
+    buffer.add(b"cxxxxxxxxxxx")
+    assert buffer.take_bytes(3) == b"abc"
+    assert buffer.take_line(5) == b"xxxxx"  # an over-long line comes a limit at a time
+    buffer.add(b"")  # end of input: what is left, then nothing
+    assert buffer.take_bytes(100) == b"xxxxxx"
+    assert buffer.take_line(100) == b""

@@ -4,10 +4,10 @@ Importing pygls and lsprotocol's types takes most of a bare pygls server's start
 `initialize` is a constant for this daemon: its capabilities depend only on the features it registers
 and, through pygls' rules, on two things the client says (the position encodings it offers and whether
 it would send willSave notifications). So the first message is read here with the standard library;
-when it is an ordinary `initialize`, the answer goes out at once, and the message is then put back in
-front of stdin for pygls, which builds its workspace from it as always and whose own answer is dropped
+when it is an ordinary `initialize`, the answer goes out at once, and the message, still in the read
+buffer, then reaches pygls, which builds its workspace from it as always and whose own answer is dropped
 (`AgentProtocol.answered_early`). Anything else (another first message, a bad frame, options that are
-not an object) is put back untouched and pygls answers it, errors included.
+not an object) reaches pygls untouched and pygls answers it, errors included.
 `tests/test_startup.py` holds the early answer equal to pygls' own.
 """
 
@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 from . import __version__
 from .contracts import TOOL_MODES
+from .pipes import READ_CHUNK, InBuffer
 
 PROTOCOL_VERSION = 1
 METHODS = (
@@ -59,42 +60,24 @@ _HEADER_LINE_LIMIT = 8192
 _FIRST_FRAME_LIMIT = 1 << 20  # a larger first message goes the ordinary way
 
 
-class Prefixed:
-    """A binary stream with bytes already read put back in front (what the reader thread reads)."""
+def read_first(fd: int, buffer: InBuffer, *, ndjson: bool) -> bytes | None:
+    """The first message's body, or None when it is not a plain, small frame. Whatever is read stays in
+    `buffer`, the first message included, for the reader that takes over from here."""
 
-    def __init__(self, prefix: bytes, stream: BinaryIO) -> None:
-        self._prefix = prefix
-        self._stream = stream
+    def line_end(start: int, limit: int) -> int | None:
+        """Where the line at `start` ends (after its newline); None past `limit` bytes or the input."""
+        while (newline := buffer.data.find(b"\n", start, start + limit)) < 0:
+            if len(buffer.data) >= start + limit or buffer.eof:
+                return None
+            buffer.add(os.read(fd, READ_CHUNK))
+        return newline + 1
 
-    def _take(self, end: int) -> bytes:
-        head, self._prefix = self._prefix[:end], self._prefix[end:]
-        return head
-
-    def read(self, size: int) -> bytes:
-        head = self._take(size)
-        if len(head) == size:
-            return head
-        return head + self._stream.read(size - len(head))
-
-    def readline(self, limit: int) -> bytes:
-        newline = self._prefix.find(b"\n", 0, limit)
-        head = self._take(newline + 1 if newline >= 0 else limit)
-        if head.endswith(b"\n") or len(head) == limit:
-            return head
-        return head + self._stream.readline(limit - len(head))
-
-
-def read_first(stream: BinaryIO, *, ndjson: bool) -> tuple[bytes, bytes | None]:
-    """(every byte read, the first message's body or None when it is not a plain, small frame)."""
     if ndjson:
-        line = stream.readline(_FIRST_FRAME_LIMIT)
-        return line, line if line.endswith(b"\n") else None
-    read, length = b"", None
-    while True:
-        line = stream.readline(_HEADER_LINE_LIMIT)
-        read += line
-        if not line.endswith(b"\n"):
-            return read, None
+        end = line_end(0, _FIRST_FRAME_LIMIT)
+        return None if end is None else bytes(buffer.data[:end])
+    at, length = 0, None
+    while (end := line_end(at, _HEADER_LINE_LIMIT)) is not None:
+        line, at = bytes(buffer.data[at:end]), end
         if not line.strip():
             break
         name, _, value = line.partition(b":")
@@ -102,11 +85,12 @@ def read_first(stream: BinaryIO, *, ndjson: bool) -> tuple[bytes, bytes | None]:
             try:
                 length = int(value)
             except ValueError:
-                return read, None
-    if length is None or not 0 < length <= _FIRST_FRAME_LIMIT:
-        return read, None
-    body = stream.read(length)
-    return read + body, body if len(body) == length else None
+                return None
+    if end is None or length is None or not 0 < length <= _FIRST_FRAME_LIMIT:
+        return None
+    while len(buffer.data) < at + length and not buffer.eof:
+        buffer.add(os.read(fd, READ_CHUNK))
+    return bytes(buffer.data[at : at + length]) if len(buffer.data) >= at + length else None
 
 
 def early_answer(body: bytes) -> dict[str, Any] | None:
@@ -182,12 +166,12 @@ def claim_stdout(label: str) -> BinaryIO:
 def main(*, ndjson: bool = False) -> None:
     """Serve on stdio (LSP framing, or one JSON message per line with `ndjson`)."""
     wire_out = claim_stdout("mini-agent")
-    stdin = sys.stdin.buffer
-    read, body = read_first(stdin, ndjson=ndjson)
+    stdin, read_ahead = sys.stdin.fileno(), InBuffer()
+    body = read_first(stdin, read_ahead, ndjson=ndjson)
     answer = early_answer(body) if body is not None else None
     if answer is not None:
         frame = json.dumps(answer).encode()
         wire_out.write(frame + b"\n" if ndjson else b"Content-Length: %d\r\n\r\n%s" % (len(frame), frame))
     from .server import serve
 
-    serve(Prefixed(read, stdin), wire_out, ndjson=ndjson, answered=answer["id"] if answer else None)
+    serve(stdin, read_ahead, wire_out, ndjson=ndjson, answered=answer["id"] if answer else None)

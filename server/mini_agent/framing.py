@@ -15,6 +15,8 @@ import json
 import logging
 import os
 import re
+import stat
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
@@ -22,6 +24,7 @@ from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 
+from .pipes import READ_CHUNK, InBuffer
 from .pipes import SafeWriter as SafeWriter  # where it lives now; server.py writes with it
 
 log = logging.getLogger(__name__)
@@ -29,7 +32,6 @@ log = logging.getLogger(__name__)
 MAX_FRAME_ENV = "MINI_AGENT_MAX_FRAME_BYTES"
 DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024
 HEADER_LINE_LIMIT = 8192
-_CHUNK = 1 << 16
 _LENGTH_HEADER = re.compile(rb"content-length\s*:", re.IGNORECASE)
 
 
@@ -64,35 +66,47 @@ def max_frame_bytes() -> int:
     return value
 
 
-class Readable(Protocol):
-    """What the reader needs of stdin (a binary file, or boot.py's stdin with the first frame put back)."""
-
-    def readline(self, limit: int, /) -> bytes: ...
-
-    def read(self, size: int, /) -> bytes: ...
-
-
 class Source:
-    """A blocking binary stream read in a worker thread, so the event loop never waits on stdin."""
+    """stdin, read into an `InBuffer` that the frame parser takes lines and byte counts from.
 
-    def __init__(self, stream: Readable, executor: Executor | None) -> None:
-        self._stream = stream
+    A pipe or a socket (how editors and scripts start the daemon) is read by the event loop when it is
+    readable: a burst of messages costs one read, and no thread. The worker thread that used to read
+    every header line and body had to win the GIL back from a busy event loop for each one, so under
+    load a message waited a switch interval (5 ms) per read. Anything else (a file, a terminal,
+    Windows) is still read by a worker thread, a chunk at a time. Bytes are read only when the parser
+    needs them, so memory stays bounded by the frame limit.
+    """
+
+    def __init__(self, fd: int, buffer: InBuffer, executor: Executor | None) -> None:
+        self._fd = fd
+        self._buffer = buffer
         self._executor = executor
+        self._polled = sys.platform != "win32" and _is_stream(fd)
+        if self._polled:
+            os.set_blocking(fd, False)
 
-    async def _call(self, fn: Callable[[int], bytes], size: int) -> bytes:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, size)
+    def close(self) -> None:
+        """Leave stdin blocking again, as it was found."""
+        if self._polled:
+            with contextlib.suppress(OSError):
+                os.set_blocking(self._fd, True)
 
     async def readline(self, limit: int) -> bytes:
         """One line with its newline, or at most `limit` bytes of it (no newline then); b"" at EOF."""
-        return await self._call(self._stream.readline, limit)
+        while (line := self._buffer.take_line(limit)) is None:
+            await self._fill()
+        return line
 
     async def read(self, size: int) -> bytes:
-        return await self._call(self._stream.read, size)
+        """`size` bytes, fewer only at EOF."""
+        while (data := self._buffer.take_bytes(size)) is None:
+            await self._fill()
+        return data
 
     async def skip(self, size: int) -> None:
         """Discard `size` bytes (fewer at EOF) a chunk at a time."""
         while size > 0:
-            chunk = await self.read(min(size, _CHUNK))
+            chunk = await self.read(min(size, READ_CHUNK))
             if not chunk:
                 return
             size -= len(chunk)
@@ -100,13 +114,64 @@ class Source:
     async def skip_line(self) -> bytes:
         """Discard the rest of an over-long line; returns its last chunk (b"" at EOF)."""
         while True:
-            chunk = await self.readline(_CHUNK)
+            chunk = await self.readline(READ_CHUNK)
             if not chunk or chunk.endswith(b"\n"):
                 return chunk
 
+    async def _fill(self) -> None:
+        if self._polled:
+            self._buffer.add(await self._poll())
+        else:
+            loop = asyncio.get_running_loop()
+            self._buffer.add(await loop.run_in_executor(self._executor, _read, self._fd))
 
-def _deliver(body: bytes, endpoint: Endpoint, report: ErrorReporter) -> None:
-    """Decode one message and hand it on; undecodable bytes get -32700 with id null."""
+    async def _poll(self) -> bytes:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                return _read(self._fd)
+            except BlockingIOError:
+                readable = loop.create_future()
+                loop.add_reader(self._fd, _settle, readable)
+                try:
+                    await readable
+                finally:
+                    loop.remove_reader(self._fd)
+
+
+def _read(fd: int) -> bytes:
+    """A chunk of stdin; b"" at its end, or when it fails (EIO: the terminal went away)."""
+    try:
+        return os.read(fd, READ_CHUNK)
+    except BlockingIOError:
+        raise
+    except OSError as exc:
+        log.debug("stdin failed: %s; taking it as ended", exc)
+        return b""
+
+
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _is_stream(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+async def _deliver(body: bytes, endpoint: Endpoint, report: ErrorReporter) -> None:
+    """Hand one message on, then give what it started a turn of the loop before the next is read:
+    messages that arrived in one read are handled as they would be one read apart."""
+    _decode_and_handle(body, endpoint, report)
+    await asyncio.sleep(0)
+
+
+def _decode_and_handle(body: bytes, endpoint: Endpoint, report: ErrorReporter) -> None:
+    """Undecodable bytes get -32700 with id null."""
     try:
         message = json.loads(body, object_hook=endpoint.structure_message)
     except JsonRpcException as exc:
@@ -219,7 +284,7 @@ async def read_frames(
         body = await source.read(header.length)
         if len(body) < header.length:
             return  # input ended mid-frame
-        _deliver(body, endpoint, report)
+        await _deliver(body, endpoint, report)
 
 
 async def read_lines(
@@ -236,7 +301,7 @@ async def read_lines(
                 return
             continue
         if line.strip():
-            _deliver(line, endpoint, report)
+            await _deliver(line, endpoint, report)
 
 
 Reader = Callable[[threading.Event, Source, Endpoint, ErrorReporter, int], Awaitable[None]]
@@ -252,8 +317,11 @@ async def serve(
 ) -> None:
     """Read until the input ends or `exit` arrives, then let `on_end` release what the daemon holds
     while the loop still runs (so nothing is cancelled halfway and nothing warns about leaks)."""
-    with contextlib.suppress(SystemExit):  # the `exit` notification
-        await read(stop, source, endpoint, report, max_frame_bytes())
+    try:
+        with contextlib.suppress(SystemExit):  # the `exit` notification
+            await read(stop, source, endpoint, report, max_frame_bytes())
+    finally:
+        source.close()
     try:
         await on_end()
     except Exception as exc:  # the client is gone: say what failed, but leave as planned

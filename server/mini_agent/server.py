@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from cattrs import Converter
 
     from .daemon import Daemon
-    from .framing import Readable
     from .params import (
         ApproveParams,
         ListSessionsParams,
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
         StartSessionParams,
         StepParams,
     )
+    from .pipes import InBuffer
 
 log = logging.getLogger("mini_agent")
 T = TypeVar("T")
@@ -447,9 +447,12 @@ async def _reload(ls: AgentServer, uri: str) -> None:
         ls.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"reload {path}: {exc}"))
 
 
-def serve(stdin: Readable, stdout: BinaryIO, *, ndjson: bool, answered: Any = None) -> None:
-    """pygls' `start_io`, with our reader (bounded frames, errors answered) and a quiet end of input;
-    `answered` is the id of an initialize already answered (boot.py), whose answer pygls must not repeat."""
+def serve(
+    stdin: int, read_ahead: InBuffer, stdout: BinaryIO, *, ndjson: bool, answered: Any = None
+) -> None:
+    """pygls' `start_io`, with our reader (bounded frames, errors answered) and a quiet end of input.
+    `read_ahead` holds what boot.py read of stdin (the fd) already, its first message included;
+    `answered` is the id of an initialize answered there, whose answer pygls must not repeat."""
     from . import eventloop, framing
     from .redact import install
 
@@ -463,7 +466,7 @@ def serve(stdin: Readable, stdout: BinaryIO, *, ndjson: bool, answered: Any = No
     server._stop_event = stop  # JsonRPCServer.shutdown() sets it, as with start_io
     writer = framing.SafeWriter(stdout, newline=ndjson)
     server.protocol.set_writer(writer, include_headers=not ndjson)
-    source = framing.Source(stdin, server.thread_pool)
+    source = framing.Source(stdin, read_ahead, server.thread_pool)
     read = framing.read_lines if ndjson else framing.read_frames
     assert isinstance(server.protocol, AgentProtocol)
     server.protocol.answered_early = answered
