@@ -244,6 +244,9 @@ def on_initialized(ls: AgentServer, params: types.InitializedParams) -> None:
     except JsonRpcException as exc:
         _show_error(ls, exc.message)
         return
+    from .eventloop import settle_heap
+
+    settle_heap()  # the daemon's modules and its setup
     if daemon.store_error:
         _show_error(ls, daemon.store_error)
     ls.restoring = asyncio.ensure_future(_restore(ls, daemon))
