@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_agent.pipes import InBuffer, SafeWriter
+from mini_agent.pipes import SafeWriter
+from mini_agent.readahead import InBuffer
 
 from .conftest import DAEMON, daemon_env
 from .test_protocol_errors import RawDaemon, error_of

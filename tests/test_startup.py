@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -89,3 +91,11 @@ async def test_the_early_answer_is_the_answer_pygls_gives(client: str, workspace
         await connection.notify("initialized", {})
         assert (await connection.request("agent/registerTool", {"path": "metrics.py"}))["tools"]
     assert early == from_pygls
+
+
+def test_what_answers_initialize_early_loads_no_event_loop_and_no_protocol_stack() -> None:
+    """asyncio alone is a fifth of the cold start; pygls and lsprotocol most of the rest."""
+    banned = ("asyncio", "pygls", "lsprotocol", "pydantic")
+    probe = f"import sys, mini_agent.boot; print([m for m in {banned!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

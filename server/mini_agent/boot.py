@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 from . import __version__
 from .contracts import TOOL_MODES
-from .pipes import READ_CHUNK, InBuffer
+from .readahead import READ_CHUNK, InBuffer
 
 PROTOCOL_VERSION = 1
 METHODS = (

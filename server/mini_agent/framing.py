@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 
-from .pipes import READ_CHUNK, InBuffer
 from .pipes import SafeWriter as SafeWriter  # where it lives now; server.py writes with it
+from .readahead import READ_CHUNK, InBuffer
 
 log = logging.getLogger(__name__)
 

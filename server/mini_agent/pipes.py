@@ -1,5 +1,5 @@
-"""Protocol messages on stdio: the buffer stdin is parsed from, and the writer for the real stdout,
-shared by both doors (and free of pygls, so the ACP door and the early `initialize` start without it)."""
+"""Writing protocol messages to the real stdout, shared by both doors (and free of pygls, so the ACP
+door starts without loading it)."""
 
 from __future__ import annotations
 
@@ -10,50 +10,6 @@ import threading
 from typing import BinaryIO
 
 log = logging.getLogger(__name__)
-
-READ_CHUNK = 1 << 16  # what one read of stdin asks for
-
-
-class InBuffer:
-    """Bytes read from stdin and not yet parsed; lines and byte counts are taken off the front.
-
-    It never reads: each `take_*` answers None when it needs more, and the reader around it (boot's
-    blocking read of the first message, `framing.Source` on the event loop) adds a chunk and asks
-    again. So both read the same way, and what one read past is left for the other.
-    """
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-        self.eof = False
-        self._scanned = 0  # no newline before this offset: a long line is searched once, not per chunk
-
-    def add(self, chunk: bytes) -> None:
-        """A chunk as read; empty means end of input."""
-        if chunk:
-            self.data += chunk
-        else:
-            self.eof = True
-
-    def take_line(self, limit: int) -> bytes | None:
-        """A line with its newline, or `limit` bytes of it, or what is left at end of input."""
-        end = self.data.find(b"\n", self._scanned, limit)
-        if end >= 0:
-            return self._take(end + 1)
-        if len(self.data) >= limit or self.eof:
-            return self._take(limit)
-        self._scanned = len(self.data)
-        return None
-
-    def take_bytes(self, size: int) -> bytes | None:
-        """`size` bytes, or what is left at end of input."""
-        return self._take(size) if len(self.data) >= size or self.eof else None
-
-    def _take(self, size: int) -> bytes:
-        head = bytes(self.data[:size])
-        del self.data[:size]
-        self._scanned = 0
-        return head
-
 
 class SafeWriter:
     """pygls' writer, for a client that may already be gone, writing frames in batches.

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
         StartSessionParams,
         StepParams,
     )
-    from .pipes import InBuffer
+    from .readahead import InBuffer
 
 log = logging.getLogger("mini_agent")
 T = TypeVar("T")
