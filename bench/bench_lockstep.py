@@ -1,7 +1,7 @@
 """Where the concurrency figure's loss goes: bench_peers.py's 50 sessions x 5 steps at 200 ms model
 latency, with the model server noting when each request arrives.
 
-    python bench/bench_lockstep.py [--rounds 4] [--tree /tmp/old]
+    python bench/bench_lockstep.py [--rounds 4] [--tree /tmp/old] [--probe]
 
 Per round (after a warm-up round), from the arrival times of the 250 requests:
 - wall and efficiency, as bench_peers.py reports them (ideal 5 x 0.2 s);
@@ -13,6 +13,10 @@ Per round (after a warm-up round), from the arrival times of the 250 requests:
 - slowest sum: the largest sum of one session's gaps, which with the first request and the tail is
   what the round loses against the ideal;
 - tail: from the last request's arrival to the last `agent/run` answer, less 200 ms.
+
+With `--probe`, how the daemon answers meanwhile: an `agent/listTools` sent every 5 ms on the same
+connection while the rounds run, its round trip's median, 90th percentile and max over all rounds
+(the probes add load of their own, so the other figures are then not bench_peers.py's).
 
 `--tree` measures another checkout's daemon (e.g. `git archive <commit> | tar -x -C /tmp/old`).
 """
@@ -58,7 +62,7 @@ def serve(log_path: str) -> None:
     asyncio.run(main())
 
 
-async def measure(tree: Path, rounds: int) -> list[dict[str, float]]:
+async def measure(tree: Path, rounds: int, probe: bool) -> tuple[list[dict[str, float]], list[float]]:
     from mini_agent_client import AgentClient
 
     scratch = Path(tempfile.mkdtemp(prefix="mini-agent-lockstep-"))
@@ -72,6 +76,7 @@ async def measure(tree: Path, rounds: int) -> list[dict[str, float]]:
     base_url = (await model.stdout.readline()).decode().strip()
     options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"}}
     marks: list[tuple[int, float, list[float]]] = []
+    trips: list[float] = []
     try:
         async with AgentClient.spawn(root=scratch, options=options, env={**os.environ, **env}) as client:
             await client.register_tool("tools.py", function="add")
@@ -83,11 +88,18 @@ async def measure(tree: Path, rounds: int) -> list[dict[str, float]]:
                     await client.call("agent/run", {"sessionId": session_id})
                     return time.monotonic()
 
-                marks.append((round_no, began, list(await asyncio.gather(*map(run, ids)))))
+                runs = asyncio.gather(*map(run, ids))
+                while probe and not runs.done():
+                    sent = time.perf_counter()
+                    await client.call("agent/listTools", {})
+                    if round_no:
+                        trips.append(time.perf_counter() - sent)
+                    await asyncio.sleep(0.005)
+                marks.append((round_no, began, list(await runs)))
     finally:
         model.stdin.close()
         await model.wait()
-    return [_figures(round_no, began, ends, log) for round_no, began, ends in marks[1:]]
+    return [_figures(round_no, began, ends, log) for round_no, began, ends in marks[1:]], sorted(trips)
 
 
 def _figures(round_no: int, began: float, ends: list[float], log: Path) -> dict[str, float]:
@@ -112,6 +124,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--tree", type=Path, default=HERE.parent, help="the checkout whose daemon runs")
+    parser.add_argument("--probe", action="store_true", help="time agent/listTools while the sessions run")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -119,7 +132,7 @@ def main() -> int:
         return 0
     tree = args.tree.resolve()
     sys.path[:0] = [str(tree / "server"), str(tree / "clients" / "python")]
-    rows = asyncio.run(measure(tree, args.rounds))
+    rows, trips = asyncio.run(measure(tree, args.rounds, args.probe))
     print(f"{SESSIONS} sessions x {STEPS} steps, model latency {LATENCY * 1e3:.0f} ms, daemon of {tree}")
     print("round  wall ms  efficiency  first request ms  gap ms: median  p90  max  slowest sum  tail ms")
     for n, row in enumerate(rows, 1):
@@ -127,6 +140,10 @@ def main() -> int:
               f"{row['first_min'] * 1e3:6.1f} - {row['first_max'] * 1e3:5.1f}  "
               f"{row['gap_median'] * 1e3:13.1f}  {row['gap_p90'] * 1e3:4.1f}  {row['gap_max'] * 1e3:4.1f}  "
               f"{row['slowest_sum'] * 1e3:11.1f}  {row['tail'] * 1e3:7.1f}")
+    if trips:
+        median, p90 = statistics.median(trips), trips[int(len(trips) * 0.9)]
+        print(f"agent/listTools meanwhile ({len(trips)} sent): median {median * 1e3:.2f} ms, "
+              f"p90 {p90 * 1e3:.2f} ms, max {trips[-1] * 1e3:.2f} ms")
     return 0
 
 
