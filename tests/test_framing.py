@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +263,28 @@ def test_the_input_buffer_takes_lines_and_counts_and_asks_for_more_only_when_it_
     buffer.add(b"")  # end of input: what is left, then nothing
     assert buffer.take_bytes(100) == b"xxxxxx"
     assert buffer.take_line(100) == b""
+
+
+def test_a_client_that_hands_over_stdin_non_blocking_is_read_as_any_other(workspace: Path) -> None:
+    """Some launchers pass the pipe's end with O_NONBLOCK set; the first read then finds nothing yet."""
+    daemon = subprocess.Popen(DAEMON, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, env=daemon_env(), cwd=workspace,
+                              preexec_fn=lambda: os.set_blocking(0, False))
+    try:
+        assert daemon.stdin is not None and daemon.stdout is not None
+        time.sleep(0.5)  # the daemon is waiting on an empty, non-blocking stdin by now
+        init = {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}
+        daemon.stdin.write(_request(1, "initialize", init) + _request(2, "agent/listTools", {}))
+        daemon.stdin.flush()
+        answers = []
+        while len(answers) < 2:
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                head += daemon.stdout.read(1)
+            message = json.loads(daemon.stdout.read(int(head.split(b"\r\n")[0].split(b":")[1])))
+            if "id" in message:
+                answers.append(message)
+        assert [a["id"] for a in answers] == [1, 2] and answers[1]["result"] == {"tools": []}
+    finally:
+        daemon.kill()
+        daemon.wait()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import sys
 from typing import Any, BinaryIO
 
@@ -69,7 +70,7 @@ def read_first(fd: int, buffer: InBuffer, *, ndjson: bool) -> bytes | None:
         while (newline := buffer.data.find(b"\n", start, start + limit)) < 0:
             if len(buffer.data) >= start + limit or buffer.eof:
                 return None
-            buffer.add(os.read(fd, READ_CHUNK))
+            buffer.add(_read(fd))
         return newline + 1
 
     if ndjson:
@@ -89,8 +90,17 @@ def read_first(fd: int, buffer: InBuffer, *, ndjson: bool) -> bytes | None:
     if end is None or length is None or not 0 < length <= _FIRST_FRAME_LIMIT:
         return None
     while len(buffer.data) < at + length and not buffer.eof:
-        buffer.add(os.read(fd, READ_CHUNK))
+        buffer.add(_read(fd))
     return bytes(buffer.data[at : at + length]) if len(buffer.data) >= at + length else None
+
+
+def _read(fd: int) -> bytes:
+    """A chunk of stdin, waiting for one even when the client handed it over non-blocking."""
+    while True:
+        try:
+            return os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            select.select([fd], [], [])
 
 
 def early_answer(body: bytes) -> dict[str, Any] | None:

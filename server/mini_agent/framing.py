@@ -82,12 +82,13 @@ class Source:
         self._buffer = buffer
         self._executor = executor
         self._polled = sys.platform != "win32" and _is_stream(fd)
+        self._was_blocking = self._polled and os.get_blocking(fd)
         if self._polled:
             os.set_blocking(fd, False)
 
     def close(self) -> None:
-        """Leave stdin blocking again, as it was found."""
-        if self._polled:
+        """Leave stdin as it was found."""
+        if self._was_blocking:
             with contextlib.suppress(OSError):
                 os.set_blocking(self._fd, True)
 
