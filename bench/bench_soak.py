@@ -8,7 +8,8 @@ then the same again, to see whether the memory the first round freed is used aga
 The daemon runs over stdio against the replayed model server of bench_peers (no latency; each
 session calls `add` 19 times, then answers). It is started through this file (`--role daemon`) so
 that SIGUSR1 makes it write a probe: RSS as is, after `gc.collect()` and after glibc's
-`malloc_trim(0)`, the count of live objects and the most common types, and with `--trace` the
+`malloc_trim(0)`, the count of live objects the collector tracks (not the heap the daemon froze at
+start: see eventloop.py) and the most common types, and with `--trace` the
 tracemalloc lines that grew most since the first probe. RSS that a collection or a trim gives back
 is not a leak; live objects or traced bytes that grow with the steps are.
 """
