@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 log = logging.getLogger(__name__)
 
+
 class SafeWriter:
     """pygls' writer, for a client that may already be gone, writing frames in batches.
 
