@@ -10,7 +10,8 @@ unsaved, and the next save that works writes it all.
 Checkpoints are group-committed. A step asks for one of three kinds: `checkpoint` writes at once (the
 calls a client makes, which answer only after it); `commit` is awaited and lands with every other
 checkpoint asked for in the same turn of the event loop, in one transaction (before a tool runs, at a
-step's end: the caller learns whether it was saved before it goes on); `note` is not awaited and
+step's end: the caller learns whether it was saved before it goes on), or at once when no other
+session is stepping (nobody could join; the turn would be a wait for nothing); `note` is not awaited and
 lands the same way (a result while other calls of the step still run). Every checkpoint of the
 sessions still waiting is written by whichever save comes first, so they stay in order.
 """
@@ -107,8 +108,12 @@ class SessionBook:
             self._due[session.session_id] = session
 
     async def commit(self, session: AgentSession) -> None:
-        """Save the session at the loop's next turn and wait for it; `unsaved` then says whether it worked."""
+        """Save the session at the loop's next turn and wait for it; `unsaved` then says whether it worked.
+        With no other session stepping, nobody could join the group, so it is saved at once."""
         if self.store is None:
+            return
+        if len(self._flights) <= 1:
+            self.checkpoint(session)
             return
         self.note(session)
         done = asyncio.get_running_loop().create_future()
