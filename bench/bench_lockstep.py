@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -34,15 +33,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_peers import Tree, add_up, daemon_env, serve_replay, workspace
+
 HERE = Path(__file__).resolve().parent
 SESSIONS, STEPS, LATENCY = 50, 5, 0.2
-TOOL = "def add(a: int, b: int) -> int:\n    \"\"\"Add two integers.\"\"\"\n    return a + b\n"
 
 
 def serve(log_path: str) -> None:
-    """The model: each session calls `add` STEPS-1 times, then answers; every arrival is logged."""
-    from mini_agent.scripted import ReplayServer
-
+    """bench_peers' model (each session calls `add` STEPS-1 times, then answers), every arrival logged."""
     log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 (open while serving)
 
     def turn(body: dict[str, Any]) -> dict[str, Any]:
@@ -50,36 +48,27 @@ def serve(log_path: str) -> None:
         task = next(m["content"] for m in body["messages"] if m.get("role") == "user")
         log.write(json.dumps([time.monotonic(), task, done]) + "\n")
         log.flush()
-        if done + 1 >= STEPS:
-            return {"delay": LATENCY, "content": f"The total is {done}."}
-        return {"delay": LATENCY, "tool_calls": [{"name": "add", "arguments": {"a": done, "b": 1}}]}
+        return add_up(body, LATENCY, STEPS)
 
-    async def main() -> None:
-        async with ReplayServer(responder=turn) as server:
-            print(server.base_url, flush=True)
-            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-    asyncio.run(main())
+    serve_replay(turn)
 
 
 async def measure(tree: Path, rounds: int, probe: bool) -> tuple[list[dict[str, float]], list[float]]:
     from mini_agent_client import AgentClient
 
-    scratch = Path(tempfile.mkdtemp(prefix="mini-agent-lockstep-"))
-    (scratch / "tools.py").write_text(TOOL)
-    log = scratch / "arrivals.jsonl"
-    env = {"PYTHONPATH": f"{tree / 'server'}:{tree / 'clients' / 'python'}"}
+    log = Path(tempfile.mkdtemp(prefix="mini-agent-lockstep-")) / "arrivals.jsonl"
+    env = daemon_env(Tree(tree.name, tree))
     model = await asyncio.create_subprocess_exec(
         sys.executable, __file__, "--serve", str(log), stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, env={**os.environ, **env})
+        stdout=asyncio.subprocess.PIPE, env=env)
     assert model.stdin is not None and model.stdout is not None
     base_url = (await model.stdout.readline()).decode().strip()
     options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"}}
     marks: list[tuple[int, float, list[float]]] = []
     trips: list[float] = []
     try:
-        async with AgentClient.spawn(root=scratch, options=options, env={**os.environ, **env}) as client:
-            await client.register_tool("tools.py", function="add")
+        async with AgentClient.spawn(root=workspace(), options=options, env=env) as client:
+            await client.register_tool("bench_tools.py", function="add")
             for round_no in range(rounds + 1):
                 ids = [await client.start_session(f"R{round_no} add up, {i}.") for i in range(SESSIONS)]
                 began = time.monotonic()

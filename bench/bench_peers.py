@@ -125,19 +125,29 @@ def _tools_module() -> Any:
 def role_replay(latency: float, steps: int, record: str | None) -> None:
     """A replayed OpenAI-compatible model: each session calls `add` steps-1 times, then answers.
     With `record`, every request body is appended to that file, one JSON line each."""
-    from mini_agent.replay import ReplayServer
-
     log = open(record, "a", encoding="utf-8") if record else None  # noqa: SIM115 (open while serving)
 
     def turn(body: dict[str, Any]) -> dict[str, Any]:
         if log is not None:
             log.write(json.dumps(body, ensure_ascii=False) + "\n")
             log.flush()
-        done = sum(1 for m in body["messages"] if m.get("role") == "tool")
-        reply: dict[str, Any] = {"delay": latency} if latency else {}
-        if done + 1 >= steps:
-            return {**reply, "content": f"The total is {done}."}
-        return {**reply, "tool_calls": [{"name": "add", "arguments": {"a": done, "b": 1}}]}
+        return add_up(body, latency, steps)
+
+    serve_replay(turn)
+
+
+def add_up(body: dict[str, Any], latency: float, steps: int) -> dict[str, Any]:
+    """The scripted turn: call `add` until the session has steps-1 results, then answer."""
+    done = sum(1 for m in body["messages"] if m.get("role") == "tool")
+    reply: dict[str, Any] = {"delay": latency} if latency else {}
+    if done + 1 >= steps:
+        return {**reply, "content": f"The total is {done}."}
+    return {**reply, "tool_calls": [{"name": "add", "arguments": {"a": done, "b": 1}}]}
+
+
+def serve_replay(turn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Serve `turn` as an OpenAI-compatible model; print its URL, stop when stdin closes."""
+    from mini_agent.replay import ReplayServer
 
     async def serve() -> None:
         async with ReplayServer(responder=turn) as server:
