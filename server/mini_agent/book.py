@@ -32,17 +32,19 @@ from .session import AgentSession, StoreUnavailable
 
 @dataclass(slots=True)
 class Flight:
-    """A session being stepped right now: its cancel switch, the work its step awaits (which the switch
-    cancels; see `stepper.race`) and its 'a decision arrived' signal."""
+    """A session being stepped right now: its cancel switch, the tasks awaiting work the switch stops
+    (see `stepper.race`), those it has cancelled, and its 'a decision arrived' signal."""
 
     cancelled: bool = False
-    racing: set[asyncio.Future[Any]] = field(default_factory=set)
+    racing: set[asyncio.Task[Any]] = field(default_factory=set)
+    struck: set[asyncio.Task[Any]] = field(default_factory=set)
     decided: asyncio.Event = field(default_factory=asyncio.Event)
 
     def cancel(self) -> None:
         self.cancelled = True
-        for work in list(self.racing):
-            work.cancel()
+        for task in self.racing - self.struck:
+            self.struck.add(task)
+            task.cancel()
 
 
 class SessionBook:

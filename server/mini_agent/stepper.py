@@ -9,6 +9,7 @@ wire format and does no I/O of its own beyond its ports.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
@@ -279,7 +280,7 @@ class Stepper:
             self._observe(session, record, self._context.fit(session, record, observation))
 
         try:
-            await race(flight, asyncio.gather(*(one(call) for call in calls)))
+            await race(flight, one(calls[0]) if len(calls) == 1 else asyncio.gather(*map(one, calls)))
         except StepCancelled:
             self._fill_missing(session, record, CANCELLED_NOTE)
             raise
@@ -354,20 +355,40 @@ class Stepper:
 async def race(flight: Flight, work: Awaitable[T]) -> T:
     """Await `work` unless the session is cancelled first; then stop it and raise StepCancelled.
 
-    The work runs as its own task, which `Flight.cancel` cancels: nothing else waits on the switch."""
-    task: asyncio.Future[T] = asyncio.ensure_future(work)
+    The work runs in the step's own task, which `Flight.cancel` cancels while it races here. A task of
+    its own would put two more turns of the loop on the step, each behind every other session's work."""
+    task = asyncio.current_task()
+    assert task is not None, "race runs in a task"
     if flight.cancelled:
-        task.cancel()
+        _drop(work)
+        raise StepCancelled
     flight.racing.add(task)
     try:
-        return await task
+        result = await work
     except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if flight.cancelled and (current is None or not current.cancelling()):
+        if _stood_down(flight, task):
             raise StepCancelled from None
         raise
     finally:
         flight.racing.discard(task)
+    if _stood_down(flight, task):  # the work swallowed the cancel
+        raise StepCancelled
+    return result
+
+
+def _stood_down(flight: Flight, task: asyncio.Task[Any]) -> bool:
+    """Take back the cancel the switch sent `task`; True when no other cancel is pending on it."""
+    if task not in flight.struck:
+        return False
+    flight.struck.discard(task)
+    return task.uncancel() == 0
+
+
+def _drop(work: Awaitable[Any]) -> None:
+    if inspect.iscoroutine(work):
+        work.close()
+    elif isinstance(work, asyncio.Future):
+        work.cancel()
 
 
 _background: set[asyncio.Task[None]] = set()
