@@ -8,7 +8,6 @@ agent request arrives, so `initialize` is answered as fast as a bare pygls serve
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Generator
@@ -33,7 +32,7 @@ from pygls.protocol import (
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
-from . import __version__
+from . import __version__, jsoncodec
 from .boot import METHODS as METHODS  # the methods tests and clients look up here
 from .boot import agent_capabilities
 from .pipes import SafeWriter
@@ -124,7 +123,7 @@ class AgentProtocol(LanguageServerProtocol):
         Anything that is not plain JSON after all goes pygls' way."""
         message = {"jsonrpc": "2.0", "method": method, "params": params}
         try:
-            body = json.dumps(message).encode()
+            body = jsoncodec.dumps(message)
         except (TypeError, ValueError):
             body = b""
         if not body or not isinstance(self.writer, SafeWriter):  # pygls reports a missing writer

@@ -1,38 +1,26 @@
 """Session values as the store's JSON text and back, by pydantic rather than by hand.
 
-pydantic turns dataclasses, enums and sets into plain data and rebuilds a declared type from it; the
-standard json module writes the text, because pydantic's writer refuses the lone surrogates that
-tool output can hold (JSON escapes them instead). Floats are written with repr, so numbers come back
-exactly.
+pydantic-core writes dataclasses, enums and sets as JSON (`jsoncodec`: the json module takes the lone
+surrogates tool output can hold, escaped), and pydantic rebuilds a declared type from the plain data.
+Floats are written in their shortest exact form, so numbers come back exactly.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any, overload
 
 from pydantic import TypeAdapter
-from pydantic_core import to_jsonable_python
 
-# check_circular is off: history holds no cycles, and one would still end in RecursionError.
-_RAW = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
-_ESCAPED = json.JSONEncoder(separators=(",", ":"), check_circular=False)
-_EMPTY: dict[type, str] = {dict: "{}", list: "[]"}  # a session's decisions and approvals, nearly always
+from . import jsoncodec
 
 
 def dumps(value: Any) -> str:
-    if not value and type(value) in _EMPTY:
-        return _EMPTY[type(value)]
-    data = to_jsonable_python(value)
-    text = _RAW.encode(data)
-    if sql_text(text) is text:
-        return text
-    return _ESCAPED.encode(data)  # \udc80 escapes survive where raw surrogates cannot
+    return jsoncodec.dumps(value).decode()
 
 
 def loads(kind: Any, text: str) -> Any:
-    return _adapter(kind).validate_python(json.loads(text))
+    return _adapter(kind).validate_python(jsoncodec.loads(text))
 
 
 @functools.cache

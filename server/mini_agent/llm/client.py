@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from .. import jsoncodec
 from ..contracts import (
     LLMConfig,
     LLMResponse,
@@ -254,7 +255,7 @@ class OpenAICompatibleClient:
         """POST with retries; every failure that leaves here is an `LLMError` (or a `_Refused`)."""
         url = config.base_url.rstrip("/") + "/chat/completions"
         sink = Sink(on_text)
-        body = json.dumps(payload, ensure_ascii=False).encode()
+        body = jsoncodec.dumps(payload)
         try:
             async with asyncio.timeout(config.request_timeout_sec):
                 return await self._tries(url, body, payload, config, sink, stops, fallback=fallback)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import jsoncodec
 from ..contracts import LLMConfig, TextSink, TokenUsage
 from .stream import SSEDecoder, StopScanner, cut_at_stop
 from .transport import Reply
@@ -82,7 +83,7 @@ class _StreamAssembler:
             self._done = True
             return False
         try:
-            event = json.loads(data)
+            event = jsoncodec.loads(data)
         except ValueError as exc:
             raise BadReply(f"a stream event is not JSON: {data[:BODY_SNIPPET]}") from exc
         if not isinstance(event, dict):
@@ -208,7 +209,7 @@ def too_long(limit: int, what: str) -> str:
 
 def read_whole(raw: bytes, stops: Sequence[str]) -> Completion:
     try:
-        data = json.loads(raw)
+        data = jsoncodec.loads(raw)
         choice = data["choices"][0]
         message = choice.get("message") or {}
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
