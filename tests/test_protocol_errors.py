@@ -127,6 +127,19 @@ def test_malformed_frames_get_errors_and_the_daemon_lives(raw: RawDaemon) -> Non
     assert raw.close() == 0
 
 
+def test_an_object_inside_params_that_looks_like_a_message_is_answered_and_kept_as_it_is(
+    raw: RawDaemon,
+) -> None:
+    raw.initialize()
+    envelope = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x"}}
+    schema = {"type": "object", "properties": {"envelope": {"type": "object", "default": envelope}}}
+    tool = {"name": "relay", "description": "Relays a JSON-RPC message.", "inputSchema": schema, "client": True}
+    assert "error" not in raw.request("agent/registerTool", tool)
+    listed = raw.request("agent/listTools", {"ignored": {"jsonrpc": "2.0", "method": "exit"}})["result"]
+    assert listed["tools"][0]["inputSchema"]["properties"]["envelope"]["default"] == envelope
+    assert raw.close() == 0
+
+
 def test_unknown_session_names_it(raw: RawDaemon) -> None:
     raw.initialize()
     for method in ("agent/step", "agent/run", "agent/getSession", "agent/cancel"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
@@ -24,6 +23,7 @@ from typing import Any, Protocol
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
 
+from . import jsoncodec
 from .pipes import SafeWriter as SafeWriter  # where it lives now; server.py writes with it
 from .readahead import READ_CHUNK, InBuffer
 
@@ -172,9 +172,13 @@ async def _deliver(body: bytes, endpoint: Endpoint, report: ErrorReporter) -> No
 
 
 def _decode_and_handle(body: bytes, endpoint: Endpoint, report: ErrorReporter) -> None:
-    """Undecodable bytes get -32700 with id null."""
+    """Undecodable bytes get -32700 with id null. Only the message itself is structured: pygls' own
+    way (a json `object_hook`) took every object inside params that holds a "jsonrpc" key for a
+    message too, and a request carrying one was left unanswered."""
     try:
-        message = json.loads(body, object_hook=endpoint.structure_message)
+        message = jsoncodec.loads(body)
+        if isinstance(message, dict):
+            message = endpoint.structure_message(message)
     except JsonRpcException as exc:
         report(exc, JsonRpcException)
         return
