@@ -133,7 +133,7 @@ def test_an_object_inside_params_that_looks_like_a_message_is_answered_and_kept_
     raw.initialize()
     envelope = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x"}}
     schema = {"type": "object", "properties": {"envelope": {"type": "object", "default": envelope}}}
-    tool = {"name": "relay", "description": "Relays a JSON-RPC message.", "inputSchema": schema, "client": True}
+    tool = {"name": "relay", "description": "Relays a message.", "inputSchema": schema, "client": True}
     assert "error" not in raw.request("agent/registerTool", tool)
     listed = raw.request("agent/listTools", {"ignored": {"jsonrpc": "2.0", "method": "exit"}})["result"]
     assert listed["tools"][0]["inputSchema"]["properties"]["envelope"]["default"] == envelope

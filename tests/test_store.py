@@ -35,6 +35,7 @@ from mini_agent.contracts import (
 from mini_agent.runtime import INTERRUPTED, AgentRuntime
 from mini_agent.session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord
 from mini_agent.store import SqliteStore, StoreError, default_path
+from mini_agent.store_wal import COMMITS_PER_CHECKPOINT
 
 SERVER = Path(store_module.__file__).resolve().parents[1]
 READ = ToolSpec(
@@ -681,6 +682,24 @@ def test_workspace_store_lives_in_an_ignored_folder(tmp_path: Path) -> None:
     assert default_path(tmp_path) == tmp_path / ".mini-agent" / "sessions.db"
     assert default_path(tmp_path).is_file()
     assert (tmp_path / ".mini-agent" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_the_log_is_copied_into_the_database_file_by_its_own_thread(db: Path) -> None:
+    """Without that thread nothing would be copied before BACKSTOP_PAGES, far past these commits."""
+    store = SqliteStore(db)
+    session, empty = fresh(), db.stat().st_size
+    for k in range(2 * COMMITS_PER_CHECKPOINT):
+        session.messages.append(Message(Role.USER, f"turn {k} " + "x" * 2000))
+        store.save(session)
+    for _ in range(200):
+        if db.stat().st_size > empty:
+            break
+        threading.Event().wait(0.05)
+    assert db.stat().st_size > empty
+    store.close()
+    assert "mini-agent-checkpoints" not in [thread.name for thread in threading.enumerate()]
+    with SqliteStore(db) as reopened:
+        assert reopened.load(session.session_id) == session
 
 
 def test_a_store_opened_on_one_thread_serves_another(db: Path) -> None:

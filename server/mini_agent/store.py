@@ -6,7 +6,8 @@ the newest step is upserted, the session header is updated — O(change) not O(h
 on the runtime's append-only discipline: messages are only ever appended, and only the newest step
 is still being filled in. One `save` takes any number of sessions in one transaction: a daemon
 stepping many sessions commits the checkpoints that fall in one turn of its event loop together
-(group commit; see book.py).
+(group commit; see book.py). The log is copied into the database file by a thread of its own
+(store_wal.py), not inside a commit the event loop waits for.
 
 A lease row per session keeps two daemons on one workspace from stepping the same session at once.
 """
@@ -44,6 +45,7 @@ from .store_diff import step_rows as _step_rows
 from .store_diff import unchanged as _unchanged
 from .store_diff import update_header as _update_header
 from .store_schema import HEADER, INSERT_MESSAGE, MIGRATIONS, SUMMARY, UPSERT_SESSION, UPSERT_STEP
+from .store_wal import BACKSTOP_PAGES, WalCheckpointer
 
 STORE_DIR = ".mini-agent"
 STORE_FILE = "sessions.db"
@@ -117,12 +119,15 @@ class SqliteStore:
             self._conn = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
+        self._checkpoints = WalCheckpointer(self.path, busy_timeout)
         try:
             with self._errors("opening the session store"):
                 self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
                 self._conn.execute("PRAGMA synchronous = NORMAL")
+                self._conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
             self._migrate()
         except BaseException:
+            self._checkpoints.close()
             self._conn.close()
             raise
         for suffix in ("-wal", "-shm"):  # SQLite gives them the database's mode; older ones may be wider
@@ -141,6 +146,7 @@ class SqliteStore:
         return store
 
     def close(self) -> None:
+        self._checkpoints.close()
         with self._lock:
             self._conn.close()
 
@@ -172,6 +178,7 @@ class SqliteStore:
                     self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+            self._checkpoints.committed()
 
     def _version(self) -> int:
         with self._errors("reading the schema version"):
