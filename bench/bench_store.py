@@ -132,8 +132,9 @@ def us(seconds: Sequence[float]) -> str:
 
 def checkpoint_table(incremental: TimedStore, whole: TimedStore, runs: int) -> None:
     print(f"\nStore calls per step: {runs} sessions x {STEPS} steps, 1 tool call per step, the real runtime "
-          "(µs, median)")
-    print(f"{'operation':<26}{'calls/step':>11}{'steps 1-5':>11}{'steps 16-20':>13}{'p95 all':>9}")
+          "(µs; median unless named)")
+    print(f"{'operation':<26}{'calls/step':>11}{'steps 1-5':>11}{'steps 16-20':>13}{'p95 all':>9}"
+          f"{'max all':>9}{'mean all':>10}")
     rows = [(f"{op} (incremental)" if op == "save" else op, incremental, op)
             for op in ("save", "acquire", "is_current", "load", "release")]
     rows.append(("save (whole session)", whole, "save"))
@@ -143,7 +144,10 @@ def checkpoint_table(incremental: TimedStore, whole: TimedStore, runs: int) -> N
         early = [t for step, t in calls if step <= 5]
         late = [t for step, t in calls if step > STEPS - 5]
         p95 = f"{statistics.quantiles(times, n=20)[-1] * 1e6:.0f}" if len(times) > 1 else "-"
-        print(f"{label:<26}{len(calls) / (runs * STEPS):11.1f}{us(early):>11}{us(late):>13}{p95:>9}")
+        most = f"{max(times) * 1e6:.0f}" if times else "-"
+        mean = f"{statistics.mean(times) * 1e6:.0f}" if times else "-"
+        print(f"{label:<26}{len(calls) / (runs * STEPS):11.1f}{us(early):>11}{us(late):>13}{p95:>9}{most:>9}"
+              f"{mean:>10}")
     totals: dict[tuple[str, int], float] = {}
     for _, sid, step, seconds in incremental.calls:
         if step:
