@@ -168,8 +168,8 @@ class _Http1Reply:
             data = await self._read(READ_BYTES)
             if not data:
                 raise TransportError("the connection closed in the middle of the reply")
-            for piece in body.feed(data):
-                yield piece
+            if pieces := body.feed(data):  # what one read brought, as one piece: fewer turns downstream
+                yield b"".join(pieces)
 
     async def _read(self, size: int) -> bytes:
         async with asyncio.timeout(self._timeout):

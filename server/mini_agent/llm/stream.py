@@ -7,10 +7,7 @@ split the bytes; the client keeps all I/O to itself.
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Sequence
-
-_EOL = re.compile(r"\r\n|\r|\n")
 
 
 class SSEDecoder:
@@ -19,8 +16,9 @@ class SSEDecoder:
     Bytes are decoded with an incremental UTF-8 decoder, so a character split across two network
     reads is joined rather than replaced. Lines may end in LF, CRLF or a lone CR (the SSE spec allows
     all three); a CR at the end of a read waits for the next read to show whether an LF follows.
-    Each read is scanned once and an unfinished line is kept as a list of pieces, so the work is
-    linear in the input however long a line grows (the client caps the bytes it feeds in).
+    Each read is split into lines in C, its CRs made LFs first, and an unfinished line is kept as a
+    list of pieces, so the work is linear in the input however long a line grows (the client caps
+    the bytes it feeds in).
     """
 
     def __init__(self) -> None:
@@ -41,15 +39,18 @@ class SSEDecoder:
         text, self._cr = self._cr + text, ""
         if text.endswith("\r") and not final:
             text, self._cr = text[:-1], "\r"
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        *lines, rest = text.split("\n")
         events: list[str] = []
-        pos = 0
-        for m in _EOL.finditer(text):
-            self._partial.append(text[pos : m.start()])
-            self._end_line("".join(self._partial), events)
+        if lines:
+            self._partial.append(lines[0])
+            lines[0] = "".join(self._partial)
             self._partial = []
-            pos = m.end()
-        if pos < len(text):
-            self._partial.append(text[pos:])
+            for line in lines:
+                self._end_line(line, events)
+        if rest:
+            self._partial.append(rest)
         return events
 
     def _end_line(self, line: str, events: list[str]) -> None:
