@@ -4,6 +4,7 @@ processes, damaged and locked files, schema migrations, listing, and the runtime
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sqlite3
@@ -697,9 +698,19 @@ def test_the_log_is_copied_into_the_database_file_by_its_own_thread(db: Path) ->
         threading.Event().wait(0.05)
     assert db.stat().st_size > empty
     store.close()
-    assert "mini-agent-checkpoints" not in [thread.name for thread in threading.enumerate()]
+    assert not [thread for thread in threading.enumerate() if thread.name.endswith(str(db))]
     with SqliteStore(db) as reopened:
         assert reopened.load(session.session_id) == session
+
+
+def test_a_store_dropped_without_close_lets_its_checkpoint_thread_end(db: Path) -> None:
+    SqliteStore(db).save(fresh())  # the store is garbage at once
+    gc.collect()
+    for _ in range(200):
+        if not [thread for thread in threading.enumerate() if thread.name.endswith(str(db))]:
+            break
+        threading.Event().wait(0.05)
+    assert not [thread for thread in threading.enumerate() if thread.name.endswith(str(db))]
 
 
 def test_a_store_opened_on_one_thread_serves_another(db: Path) -> None:

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -120,6 +121,7 @@ class SqliteStore:
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
         self._checkpoints = WalCheckpointer(self.path, busy_timeout)
+        weakref.finalize(self, self._checkpoints.stop)
         try:
             with self._errors("opening the session store"):
                 self._conn.execute("PRAGMA journal_mode = WAL").fetchone()

@@ -34,7 +34,7 @@ class WalCheckpointer:
         self._due = threading.Event()
         self._closing = False
         self._commits = 0
-        self._thread = threading.Thread(target=self._run, name="mini-agent-checkpoints", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"mini-agent-checkpoints {path}", daemon=True)
         self._thread.start()
 
     def committed(self) -> None:
@@ -43,9 +43,13 @@ class WalCheckpointer:
         if self._commits % COMMITS_PER_CHECKPOINT == 0:
             self._due.set()
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Let the thread end after what it is doing (a store dropped without `close` calls this)."""
         self._closing = True
         self._due.set()
+
+    def close(self) -> None:
+        self.stop()
         self._thread.join()
 
     def _run(self) -> None:
