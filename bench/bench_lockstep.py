@@ -12,7 +12,9 @@ Per round (after a warm-up round), from the arrival times of the 250 requests:
   for everything else the daemon does meanwhile): median, 90th percentile and max over all sessions;
 - slowest sum: the largest sum of one session's gaps, which with the first request and the tail is
   what the round loses against the ideal;
-- tail: from the last request's arrival to the last `agent/run` answer, less 200 ms.
+- tail: from the last request's arrival to the last `agent/run` answer, less 200 ms;
+- daemon CPU per step: what the daemon process used (all its threads, from /proc) while the round ran,
+  over its 250 steps; in steps of 40 µs, since the kernel counts CPU time in 10 ms ticks.
 
 With `--probe`, how the daemon answers meanwhile: an `agent/listTools` sent every 5 ms on the same
 connection while the rounds run, its round trip's median, 90th percentile and max over all rounds
@@ -33,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_peers import Tree, add_up, daemon_env, serve_replay, workspace
+from bench_peers import Tree, add_up, cpu_seconds, daemon_env, serve_replay, workspace
 
 HERE = Path(__file__).resolve().parent
 SESSIONS, STEPS, LATENCY = 50, 5, 0.2
@@ -64,14 +66,14 @@ async def measure(tree: Path, rounds: int, probe: bool) -> tuple[list[dict[str, 
     assert model.stdin is not None and model.stdout is not None
     base_url = (await model.stdout.readline()).decode().strip()
     options = {"llm": {"baseUrl": base_url, "model": "replay", "toolMode": "native"}}
-    marks: list[tuple[int, float, list[float]]] = []
+    marks: list[tuple[int, float, list[float], float]] = []
     trips: list[float] = []
     try:
         async with AgentClient.spawn(root=workspace(), options=options, env=env) as client:
             await client.register_tool("bench_tools.py", function="add")
             for round_no in range(rounds + 1):
                 ids = [await client.start_session(f"R{round_no} add up, {i}.") for i in range(SESSIONS)]
-                began = time.monotonic()
+                began, cpu = time.monotonic(), cpu_seconds(client.process.pid)
 
                 async def run(session_id: str) -> float:
                     await client.call("agent/run", {"sessionId": session_id})
@@ -84,14 +86,15 @@ async def measure(tree: Path, rounds: int, probe: bool) -> tuple[list[dict[str, 
                     if round_no:
                         trips.append(time.perf_counter() - sent)
                     await asyncio.sleep(0.005)
-                marks.append((round_no, began, list(await runs)))
+                ends = list(await runs)
+                marks.append((round_no, began, ends, cpu_seconds(client.process.pid) - cpu))
     finally:
         model.stdin.close()
         await model.wait()
-    return [_figures(round_no, began, ends, log) for round_no, began, ends in marks[1:]], sorted(trips)
+    return [_figures(*mark, log) for mark in marks[1:]], sorted(trips)
 
 
-def _figures(round_no: int, began: float, ends: list[float], log: Path) -> dict[str, float]:
+def _figures(round_no: int, began: float, ends: list[float], cpu: float, log: Path) -> dict[str, float]:
     arrivals: dict[str, dict[int, float]] = {}
     for line in log.read_text().splitlines():
         at, task, done = json.loads(line)
@@ -106,7 +109,7 @@ def _figures(round_no: int, began: float, ends: list[float], log: Path) -> dict[
             "first_max": max(first), "gap_median": statistics.median(flat),
             "gap_p90": flat[int(len(flat) * 0.9)], "gap_max": flat[-1],
             "slowest_sum": max(sum(session) for session in gaps),
-            "tail": max(ends) - last_request - LATENCY}
+            "tail": max(ends) - last_request - LATENCY, "cpu_per_step": cpu / (SESSIONS * STEPS)}
 
 
 def main() -> int:
@@ -123,12 +126,14 @@ def main() -> int:
     sys.path[:0] = [str(tree / "server"), str(tree / "clients" / "python")]
     rows, trips = asyncio.run(measure(tree, args.rounds, args.probe))
     print(f"{SESSIONS} sessions x {STEPS} steps, model latency {LATENCY * 1e3:.0f} ms, daemon of {tree}")
-    print("round  wall ms  efficiency  first request ms  gap ms: median  p90  max  slowest sum  tail ms")
+    print("round  wall ms  efficiency  first request ms  gap ms: median  p90  max  slowest sum  tail ms"
+          "  daemon CPU µs/step")
     for n, row in enumerate(rows, 1):
         print(f"{n:>5}  {row['wall'] * 1e3:7.0f}  {row['efficiency']:10.1%}  "
               f"{row['first_min'] * 1e3:6.1f} - {row['first_max'] * 1e3:5.1f}  "
               f"{row['gap_median'] * 1e3:13.1f}  {row['gap_p90'] * 1e3:4.1f}  {row['gap_max'] * 1e3:4.1f}  "
-              f"{row['slowest_sum'] * 1e3:11.1f}  {row['tail'] * 1e3:7.1f}")
+              f"{row['slowest_sum'] * 1e3:11.1f}  {row['tail'] * 1e3:7.1f}  "
+              f"{row['cpu_per_step'] * 1e6:18.0f}")
     if trips:
         median, p90 = statistics.median(trips), trips[int(len(trips) * 0.9)]
         print(f"agent/listTools meanwhile ({len(trips)} sent): median {median * 1e3:.2f} ms, "
