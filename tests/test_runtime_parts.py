@@ -406,6 +406,18 @@ async def test_a_store_that_breaks_unexpectedly_fails_the_step_instead_of_hangin
         await asyncio.wait_for(runtime.run(session.session_id), 30)
 
 
+@pytest.mark.asyncio
+async def test_every_step_of_a_group_whose_save_breaks_fails_with_it() -> None:
+    tools = Tools(ECHO)
+    runtime, _ = runtime_with(ScriptedModel(*[action(call("echo", n, text="hi")) for n in range(3)]), tools,
+                              BrokenStore())
+    sessions = [runtime.start_session(f"t{n}").session_id for n in range(3)]
+    runs = asyncio.gather(*(runtime.run(sid) for sid in sessions), return_exceptions=True)
+    outcomes = await asyncio.wait_for(runs, 30)
+    assert all(isinstance(outcome, RuntimeError) for outcome in outcomes), outcomes
+    assert tools.ran == []  # none went on to its tool as if saved
+
+
 # -- approvals and interrupted tools ---------------------------------------------------------------
 
 

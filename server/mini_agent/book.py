@@ -55,7 +55,7 @@ class SessionBook:
         self._flights: dict[str, Flight] = {}
         self.unsaved: dict[str, StoreUnavailable] = {}  # sessions newer here than in the store
         self._due: dict[str, AgentSession] = {}  # checkpoints asked for, waiting for the loop's next turn
-        self._waiting: list[asyncio.Future[None]] = []
+        self._waiting: dict[str, Exception | None] = {}  # sessions in `commit`, and what their save raised
 
     def add(self, session: AgentSession) -> None:
         self._sessions[session.session_id] = session
@@ -105,39 +105,48 @@ class SessionBook:
     def note(self, session: AgentSession) -> None:
         """Save the session at the loop's next turn, with the other checkpoints due then."""
         if self.store is not None:
-            if not self._due and not self._waiting:
+            if not self._due:
                 asyncio.get_running_loop().call_soon(self._save_due)
             self._due[session.session_id] = session
 
     async def commit(self, session: AgentSession) -> None:
         """Save the session at the loop's next turn and wait for it; `unsaved` then says whether it worked.
-        With no other session stepping, nobody could join the group, so it is saved at once."""
+        With no other session stepping, nobody could join the group, so it is saved at once.
+
+        The wait is one turn of the loop: whichever of the group wakes first saves it for all (a future
+        set by a callback would cost each of them a second turn, behind every other session's work)."""
         if self.store is None:
             return
+        sid = session.session_id
         if len(self._flights) <= 1:
             self.checkpoint(session)
             return
-        self.note(session)
-        done = asyncio.get_running_loop().create_future()
-        self._waiting.append(done)
-        await done
+        self._due[sid] = session
+        self._waiting[sid] = None
+        try:
+            await asyncio.sleep(0)
+        finally:  # saved even when this step is cancelled meanwhile: the checkpoint was asked for
+            if sid in self._due:
+                with contextlib.suppress(Exception):  # each waiter of the group gets it below
+                    self._save_due()
+            failure = self._waiting.pop(sid, None)
+        if failure is not None:
+            raise failure
 
     def _save_due(self) -> None:
-        """Write what is due, then release those waiting on it — with the error, should the store fail
-        in a way it does not report as unavailable, so that no step waits for ever."""
+        """Write what is due. Should the store fail in a way it does not report as unavailable, the
+        sessions of the group still waiting in `commit` are given the error, so that their steps fail
+        instead of going on as if saved."""
         due, self._due = list(self._due.values()), {}
-        waiting, self._waiting = self._waiting, []
+        if not due:
+            return
         try:
-            if due:
-                self._save_all(due)
-        except BaseException as exc:
-            for done in waiting:
-                if not done.done():
-                    done.set_exception(exc)
+            self._save_all(due)
+        except Exception as exc:
+            for session in due:
+                if session.session_id in self._waiting:
+                    self._waiting[session.session_id] = exc
             raise
-        for done in waiting:
-            if not done.done():
-                done.set_result(None)
 
     def _save_all(self, due: list[AgentSession]) -> None:
         failure = self._save(due)
