@@ -685,6 +685,11 @@ def test_workspace_store_lives_in_an_ignored_folder(tmp_path: Path) -> None:
     assert (tmp_path / ".mini-agent" / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
+def checkpoint_threads(db: Path) -> list[threading.Thread]:
+    """The live checkpoint threads of the store on `db` (each is named after its file)."""
+    return [thread for thread in threading.enumerate() if thread.name.endswith(str(db))]
+
+
 def test_the_log_is_copied_into_the_database_file_by_its_own_thread(db: Path) -> None:
     """Without that thread nothing would be copied before BACKSTOP_PAGES, far past these commits."""
     store = SqliteStore(db)
@@ -698,7 +703,7 @@ def test_the_log_is_copied_into_the_database_file_by_its_own_thread(db: Path) ->
         threading.Event().wait(0.05)
     assert db.stat().st_size > empty
     store.close()
-    assert not [thread for thread in threading.enumerate() if thread.name.endswith(str(db))]
+    assert not checkpoint_threads(db)
     with SqliteStore(db) as reopened:
         assert reopened.load(session.session_id) == session
 
@@ -707,10 +712,10 @@ def test_a_store_dropped_without_close_lets_its_checkpoint_thread_end(db: Path) 
     SqliteStore(db).save(fresh())  # the store is garbage at once
     gc.collect()
     for _ in range(200):
-        if not [thread for thread in threading.enumerate() if thread.name.endswith(str(db))]:
+        if not checkpoint_threads(db):
             break
         threading.Event().wait(0.05)
-    assert not [thread for thread in threading.enumerate() if thread.name.endswith(str(db))]
+    assert not checkpoint_threads(db)
 
 
 def test_a_store_opened_on_one_thread_serves_another(db: Path) -> None:
