@@ -27,7 +27,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from mini_agent.budget import SUMMARY_PROMPT
+from mini_agent.core.budget import SUMMARY_PROMPT
 from mini_agent.llm import react
 from mini_agent.scripted import ReplayServer
 from mini_agent.scripted.text import prompt_tokens

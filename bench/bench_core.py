@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from mini_agent.contracts import (
+from mini_agent.core.contracts import (
     LLMConfig,
     LLMResponse,
     Message,
@@ -30,9 +30,9 @@ from mini_agent.contracts import (
     ToolCall,
     ToolSpec,
 )
-from mini_agent.runtime import AgentRuntime
-from mini_agent.session import AgentConfig
-from mini_agent.store import SqliteStore
+from mini_agent.core.runtime import AgentRuntime
+from mini_agent.core.session import AgentConfig
+from mini_agent.store.sqlite import SqliteStore
 
 ADD = ToolSpec("add", "Add one.", {"type": "object", "properties": {"a": {"type": "integer"}}})
 

@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from mini_agent.contracts import ToolCall
-from mini_agent.params import NameValue, StdioMcpServer
+from mini_agent.core.contracts import ToolCall
 from mini_agent.tools import ToolRegistry
 from mini_agent.tools.mcp import McpSource
+from mini_agent.tools.mcp.config import NameValue, StdioMcpServer
 
 SOURCE = '''
 def count_words(text: str, min_length: int = 1) -> int:

@@ -24,7 +24,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 from mini_agent_client import AgentClient
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -147,7 +147,7 @@ def add_up(body: dict[str, Any], latency: float, steps: int) -> dict[str, Any]:
 
 def serve_replay(turn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     """Serve `turn` as an OpenAI-compatible model; print its URL, stop when stdin closes."""
-    from mini_agent.replay import ReplayServer
+    from mini_agent.scripted import ReplayServer
 
     async def serve() -> None:
         async with ReplayServer(responder=turn) as server:

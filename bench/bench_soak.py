@@ -71,7 +71,7 @@ def role_daemon(report: Path) -> None:
     if os.environ.get("SOAK_TRACE"):
         tracemalloc.start(TRACE_FRAMES)
     signal.signal(signal.SIGUSR1, probe)
-    from mini_agent.boot import main
+    from mini_agent.lsp.boot import main
 
     main()
 

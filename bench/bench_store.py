@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from mini_agent.contracts import (
+from mini_agent.core.contracts import (
     LLMConfig,
     LLMResponse,
     Message,
@@ -33,9 +33,9 @@ from mini_agent.contracts import (
     ToolCall,
     ToolSpec,
 )
-from mini_agent.runtime import AgentRuntime
-from mini_agent.session import AgentConfig, AgentSession, StepRecord
-from mini_agent.store import SqliteStore
+from mini_agent.core.runtime import AgentRuntime
+from mini_agent.core.session import AgentConfig, AgentSession, StepRecord
+from mini_agent.store.sqlite import SqliteStore
 
 T = TypeVar("T")
 STEPS = 20

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from mini_agent.contracts import ToolCall
+from mini_agent.core.contracts import ToolCall
 from mini_agent.tools import ToolRegistry
 from mini_agent.tools.host import ToolHost
 from mini_agent.tools.host_main import Workspace

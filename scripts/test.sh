@@ -21,4 +21,5 @@ command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteracti
 ./scripts/real-model.sh .venv   # llama.cpp server + a 135M model for tests/test_real_model.py (built once per machine)
 ruff check server clients tests bench
 mypy
+lint-imports  # the import rules of pyproject.toml [tool.importlinter]: the layers, the plumbing, no circles
 python -m pytest "$@"

@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 from mini_agent_client import AgentClient
 
 TOOL_CALLS = {  # scenario → the call the model makes (none: starting the session is the whole test)

@@ -16,7 +16,7 @@ from acp import (
     resource_link_block,
     text_block,
 )
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 from mini_agent_client.demo import SCRIPT, TASK
 
 from .acp_support import acp_agent, text, workspace_config

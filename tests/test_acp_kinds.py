@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from mini_agent.acp.updates import kind_of
-from mini_agent.contracts import ToolSpec
+from mini_agent.core.contracts import ToolSpec
 
 
 def mcp_tool(**hints: bool) -> ToolSpec:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from acp import RequestError
 from acp.schema import EnvVariable, McpServerStdio
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 from mini_agent_client.demo import SCRIPT, TASK
 
 from .acp_support import acp_agent, text, workspace_config

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from mini_agent.budget import MESSAGE_OVERHEAD, estimate, tools_cost
-from mini_agent.contracts import LLMConfig, LLMError, Message, Role, ToolSpec
+from mini_agent.core.budget import MESSAGE_OVERHEAD, estimate, tools_cost
+from mini_agent.core.contracts import LLMConfig, LLMError, Message, Role, ToolSpec
 from mini_agent.llm import react
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.window import ServerWindowProbe, overflow
@@ -178,10 +178,10 @@ async def test_a_length_refusal_is_no_refusal_of_tools_and_is_not_retried() -> N
 
 def test_a_compaction_and_a_cut_result_survive_the_store(tmp_path: Path) -> None:
     """The model's view is rebuilt from the store alone: the compaction rides on its step's record."""
-    from mini_agent import budget
-    from mini_agent.contracts import Compaction, ContextUse, Observation, TokenUsage, ToolCall
-    from mini_agent.session import AgentConfig, AgentSession, StepRecord
-    from mini_agent.store import SqliteStore
+    from mini_agent.core import budget
+    from mini_agent.core.contracts import Compaction, ContextUse, Observation, TokenUsage, ToolCall
+    from mini_agent.core.session import AgentConfig, AgentSession, StepRecord
+    from mini_agent.store.sqlite import SqliteStore
 
     session = AgentSession("sess_ctx", "task", AgentConfig(), [])
     session.messages += [Message(Role.SYSTEM, "system"), Message(Role.USER, "task")]

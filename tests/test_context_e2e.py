@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_agent.budget import SUMMARY_PROMPT
+from mini_agent.core.budget import SUMMARY_PROMPT
 from mini_agent.scripted import ReplayServer
 
 from .test_e2e_control import action

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 
 from .conftest import EXAMPLE, ROOT, daemon_env
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 
 
 def action(name: str, arguments: dict[str, Any], thought: str = "Working on it.") -> dict[str, Any]:

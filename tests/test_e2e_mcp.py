@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 
 from .conftest import ROOT, AgentTestClient
 from .test_e2e_control import action

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 from mini_agent_client.demo import SCRIPT as REACT_SCRIPT
 from mini_agent_client.demo import TASK
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 
 from .test_e2e_control import action
 

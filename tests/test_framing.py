@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_agent.pipes import SafeWriter
-from mini_agent.readahead import InBuffer
+from mini_agent.lsp.readahead import InBuffer
+from mini_agent.plumbing.pipes import SafeWriter
 
 from .conftest import DAEMON, daemon_env
 from .test_protocol_errors import RawDaemon, error_of

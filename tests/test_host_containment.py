@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 from mini_agent.tools.host import LoadError, ToolHost
 
 from .conftest import call, process_gone, wait_until

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 
 from .hostile import Behaviour, HostileServer
 

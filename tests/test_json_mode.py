@@ -15,10 +15,10 @@ import pytest
 import pytest_asyncio
 from hypothesis import given
 from hypothesis import strategies as st
-from mini_agent.contracts import LLMConfig, Message, Role, ToolMode, ToolSpec
+from mini_agent.core.contracts import LLMConfig, Message, Role, ToolMode, ToolSpec
 from mini_agent.llm import jsonmode
 from mini_agent.llm.client import OpenAICompatibleClient
-from mini_agent.replay import ReplayServer
+from mini_agent.scripted import ReplayServer
 from mini_agent_client.demo import TASK
 
 ADD = ToolSpec(

@@ -1,166 +1,208 @@
-"""The model client over a fake transport: what it makes of streamed and whole replies, HTTP errors,
-broken connections and servers that ignore `stop`, with no socket at all (sockets are refused here)."""
+"""The transport that ships (`AiohttpTransport`) over real sockets on 127.0.0.1: the transport contract
+(tests/support/llm_contract.py, which the fake keeps too, in tests/unit/llm/), and what only a wire
+shows: kept-alive connections, answers that are not HTTP, a request dropped halfway."""
 
 from __future__ import annotations
 
-import contextlib
-import json
+import asyncio
 import socket
-from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator
 
 import pytest
-from mini_agent.contracts import LLMConfig, LLMError, Message, Role, TokenUsage, ToolSpec
-from mini_agent.llm.client import OpenAICompatibleClient
-from mini_agent.llm.transport import TransportError
+import pytest_asyncio
+from mini_agent.llm.transport import AiohttpTransport, TransportError
 
-HISTORY = (Message(Role.SYSTEM, "Be terse."), Message(Role.USER, "2 + 3?"))
-ADD = ToolSpec("add", "Add.", {"type": "object", "properties": {"a": {"type": "number"}}})
+from .support.llm_contract import CASES, SENT, Answer, Case, ending, expected, framed, head, outcome
 
 
-@dataclass
-class FakeReply:
-    body: list[bytes]
-    status: int = 200
-    content_type: str = "text/event-stream"
-    content_length: int | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    closed: bool = False
+class WireServer:
+    """Plays one `Answer` (or a list of raw byte answers, one per request) on 127.0.0.1."""
 
-    async def read(self) -> bytes:
-        return b"".join(self.body)
+    def __init__(self, answer: Answer | None = None, raw: list[bytes] | None = None) -> None:
+        self.answer = answer
+        self.raw = raw
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self.ended = 0  # connections the client closed
+        self.server: asyncio.Server | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        for piece in self.body:
-            yield piece
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.add(task)
+        self.connections += 1
+        try:
+            while True:
+                request = await reader.readuntil(b"\r\n\r\n")
+                length = next(int(line.split(b":")[1]) for line in request.split(b"\r\n")
+                              if line.lower().startswith(b"content-length"))
+                self.requests.append(request + await reader.readexactly(length))
+                if not await self.play(reader, writer):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            self.ended += 1
+        except asyncio.CancelledError:  # the test is over: end quietly
+            pass
+        finally:
+            writer.close()
 
-    def close(self) -> None:
-        self.closed = True
+    async def play(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; False when the connection is to end."""
+        if self.raw is not None:
+            if not self.raw:  # the answer that never comes: hold on until the client lets go
+                await reader.read()
+                raise ConnectionResetError
+            writer.write(self.raw.pop(0))
+            await writer.drain()
+            return True
+        answer = self.answer
+        assert answer is not None
+        await asyncio.sleep(answer.head_delay)
+        writer.write(head(answer))
+        for index, piece in enumerate(answer.pieces):
+            if index:
+                await asyncio.sleep(answer.piece_delay)
+            writer.write(framed(answer, piece))
+            await writer.drain()
+        writer.write(ending(answer))
+        await writer.drain()
+        return not answer.cut
 
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/v1/chat/completions"
 
-class FakeTransport:
-    def __init__(self, *replies: FakeReply | Exception) -> None:
-        self.replies = list(replies)
-        self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
-
-    @contextlib.asynccontextmanager
-    async def post(
-        self, url: str, body: bytes, headers: Mapping[str, str], timeout_sec: float
-    ) -> AsyncIterator[FakeReply]:
-        self.requests.append((url, json.loads(body), dict(headers)))
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        yield reply
-
-    async def aclose(self) -> None:
-        pass
-
-
-def sse(*texts: str, usage: tuple[int, int] = (7, 3)) -> list[bytes]:
-    """A streamed completion, one event per text, then usage and [DONE], cut into odd network pieces."""
-    events = [{"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": None}]} for t in texts]
-    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    events.append({"choices": [], "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]}})
-    stream = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
-    raw = stream.encode()
-    return [raw[i : i + 37] for i in range(0, len(raw), 37)]
-
-
-def whole(content: str) -> FakeReply:
-    body = {"choices": [{"message": {"content": content}, "finish_reason": "stop"}], "usage": {}}
-    return FakeReply([json.dumps(body).encode()], content_type="application/json")
-
-
-def error(status: int, message: str, retry_after: str | None = None) -> FakeReply:
-    headers = {"Retry-After": retry_after} if retry_after is not None else {}
-    body = json.dumps({"error": {"message": message}}).encode()
-    return FakeReply([body], status=status, content_type="application/json", headers=headers)
-
-
-def settings(**changes: Any) -> LLMConfig:
-    return LLMConfig(base_url="http://model.invalid/v1", model="m", api_key="k", **changes)
-
-
-@pytest.fixture(autouse=True)
-def no_sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("a socket was opened")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    yield
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-def client(transport: FakeTransport) -> OpenAICompatibleClient:
-    return OpenAICompatibleClient(backoff_base=0.0, backoff_cap=0.0, transport=transport)
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
-@pytest.mark.asyncio
-async def test_a_streamed_answer_arrives_whole_and_as_deltas() -> None:
-    transport = FakeTransport(FakeReply(sse("Thought: easy.\nFinal ", "Answer: 5")))
-    seen: list[str] = []
-    response = await client(transport).generate(HISTORY, [], settings(), seen.append)
-    assert response.final_answer == "5" and "".join(seen) == response.content
-    assert response.usage == TokenUsage(7, 3, 0)
-    url, payload, headers = transport.requests[0]
-    assert url == "http://model.invalid/v1/chat/completions" and headers["Authorization"] == "Bearer k"
-    assert payload["stream"] is True and payload["messages"][1]["content"] == "2 + 3?"
+@pytest_asyncio.fixture
+async def transport() -> AsyncIterator[AiohttpTransport]:
+    http = AiohttpTransport()
+    yield http
+    await http.aclose()
 
 
 @pytest.mark.asyncio
-async def test_a_stream_that_ignores_stop_is_cut_and_hung_up_on() -> None:
-    runaway = FakeReply(sse('Action: add\nAction Input: {"a": 1}\nObservation: 99', " and more"))
-    response = await client(FakeTransport(runaway)).generate(HISTORY, [ADD], settings(), None)
-    assert "Observation" not in response.content and response.tool_calls[0].arguments == {"a": 1}
-    assert runaway.closed
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+async def test_the_shipped_transport_keeps_the_contract(case: Case, transport: AiohttpTransport) -> None:
+    if case.answer is None:
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        assert await outcome(transport, url, case) == expected(case, "127.0.0.1", port)
+        return
+    wire = WireServer(case.answer)
+    async with wire as url:
+        got = await outcome(transport, url, case)
+    assert got == expected(case, "127.0.0.1", int(url.split(":")[2].split("/")[0]))
+    if "header" in case.id:
+        assert wire.requests == []  # refused before anything was sent
+    else:
+        assert len(wire.requests) == 1 and wire.requests[0].endswith(b"\r\n\r\n" + SENT)
 
 
-@pytest.mark.asyncio
-async def test_retry_after_and_a_broken_connection_are_retried() -> None:
-    transport = FakeTransport(
-        error(503, "busy", retry_after="0"), TransportError("reset"), whole("Final Answer: ok")
+def sized(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + (
+        f"Content-Length: {len(body)}\r\n\r\n".encode() + body
     )
-    response = await client(transport).generate(HISTORY, [], settings(stream=False), None)
-    assert response.final_answer == "ok" and len(transport.requests) == 3
+
+
+async def body_of(transport: AiohttpTransport, url: str, **headers: str) -> tuple[int, bytes]:
+    async with transport.post(url, SENT, headers, 5.0) as reply:
+        return reply.status, await reply.read()
 
 
 @pytest.mark.asyncio
-async def test_retries_end_with_an_error_that_names_the_url_and_the_tries() -> None:
-    transport = FakeTransport(*(TransportError("reset") for _ in range(3)))
-    with pytest.raises(LLMError) as caught:
-        await client(transport).generate(HISTORY, [], settings(max_retries=2), None)
-    assert "model.invalid" in str(caught.value) and "after 3 tries" in str(caught.value)
+async def test_requests_share_one_kept_alive_connection(transport: AiohttpTransport) -> None:
+    wire = WireServer(raw=[sized(b"one"), sized(b"two"), sized(b"three")])
+    async with wire as url:
+        got = [await body_of(transport, url, Authorization="Bearer k") for _ in range(3)]
+    assert got == [(200, b"one"), (200, b"two"), (200, b"three")] and wire.connections == 1
+    first = wire.requests[0]
+    assert first.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
+    assert b"Authorization: Bearer k\r\n" in first
 
 
 @pytest.mark.asyncio
-async def test_a_client_error_is_not_retried() -> None:
-    transport = FakeTransport(error(401, "bad key"), whole("never"))
-    with pytest.raises(LLMError) as caught:
-        await client(transport).generate(HISTORY, [], settings(), None)
-    assert caught.value.status == 401 and len(transport.requests) == 1
+async def test_a_kept_connection_the_server_dropped_is_replaced(transport: AiohttpTransport) -> None:
+    wire = WireServer(Answer(pieces=(b"{}",), cut=True))  # hangs up after each answer
+    async with wire as url:
+        assert await body_of(transport, url) == (200, b"{}")
+        await asyncio.sleep(0.05)
+        assert await body_of(transport, url) == (200, b"{}")
+    assert wire.connections == 2
 
 
 @pytest.mark.asyncio
-async def test_auto_mode_moves_on_when_the_server_refuses_tools_then_response_format() -> None:
-    transport = FakeTransport(
-        error(400, "tools are not supported"),
-        error(400, "response_format json_schema is not supported"),
-        error(400, "response_format json_object is not supported"),
-        FakeReply(sse("Final Answer: 5")),
-    )
-    response = await client(transport).generate(HISTORY, [ADD], settings(tool_mode="auto"), None)
-    assert response.final_answer == "5" and response.tool_mode == "react"
-    native, schema, json_object, react = (request[1] for request in transport.requests)
-    assert "tools" in native and schema["response_format"]["type"] == "json_schema"
-    assert json_object["response_format"]["type"] == "json_object"
-    assert "tools" not in react and "response_format" not in react
+async def test_a_reply_left_unread_closes_its_connection(transport: AiohttpTransport) -> None:
+    wire = WireServer(raw=[sized(b"x" * 300_000), sized(b"next")])
+    async with wire as url:
+        async with transport.post(url, SENT, {}, 5.0) as reply:
+            async for _ in reply.chunks():
+                break
+        assert await body_of(transport, url) == (200, b"next")
+    assert wire.connections == 2
 
 
 @pytest.mark.asyncio
-async def test_a_body_that_is_no_completion_is_an_error_at_once() -> None:
-    transport = FakeTransport(FakeReply([b"<html>proxy</html>"], content_type="text/html"), whole("x"))
-    with pytest.raises(LLMError, match="not a chat completion"):
-        await client(transport).generate(HISTORY, [], settings(), None)
-    assert len(transport.requests) == 1
+async def test_a_request_cancelled_while_waiting_closes_its_connection(transport: AiohttpTransport) -> None:
+    wire = WireServer(raw=[sized(b"one")])  # the second answer never comes
+    async with wire as url:
+        assert await body_of(transport, url) == (200, b"one")
+        waiting = asyncio.ensure_future(body_of(transport, url))
+        while len(wire.requests) < 2:
+            await asyncio.sleep(0.01)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        for _ in range(500):  # the server sees the connection end
+            if wire.ended:
+                break
+            await asyncio.sleep(0.01)
+        assert wire.ended == 1
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("answer", "said"), [
+    (b"SSH-2.0-OpenSSH\r\n\r\n", "not valid HTTP (Bad status line"),
+    (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "not valid HTTP (Invalid header token"),
+    (b"HTTP/1.1 200 OK\r\nX: " + b"y" * 64 * 1024 + b"\r\n\r\n", "not valid HTTP (Got more than 8190 bytes"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "not valid HTTP (Invalid character"),
+    (b"HTTP/1.1 200 OK\r\nX: 1", "the server closed the connection without answering"),
+])
+async def test_an_answer_that_is_not_http_is_a_transport_error_that_says_so(
+    answer: bytes, said: str, transport: AiohttpTransport
+) -> None:
+    async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(once, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    with pytest.raises(TransportError) as caught:
+        await body_of(transport, f"http://127.0.0.1:{port}/v1/chat/completions")
+    server.close()
+    assert said in str(caught.value)
+
+
+@pytest.mark.asyncio
+async def test_a_name_that_does_not_resolve_is_said_in_words(transport: AiohttpTransport) -> None:
+    with pytest.raises(TransportError) as caught:
+        await body_of(transport, "http://model.invalid/v1/chat/completions")
+    assert caught.value.unreachable and not caught.value.refused_nearby
+    assert str(caught.value) == "the host name 'model.invalid' could not be resolved"

@@ -72,7 +72,7 @@ def _workspace(tmp_path: Path) -> Path:
 def _replay(script: Path, env: dict[str, str], log: Path) -> Iterator[str]:
     with log.open("w") as errors:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mini_agent.replay", "--script", str(script), "--port", "0"],
+            [sys.executable, "-m", "mini_agent.scripted", "--script", str(script), "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=errors,
             stdin=subprocess.DEVNULL,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mini_agent.server import METHODS
+from mini_agent.lsp.capabilities import METHODS
 
 from .conftest import DAEMON, daemon_env
 

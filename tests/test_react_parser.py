@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from mini_agent.contracts import Message, Role, ToolCall, ToolSpec
+from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
 from mini_agent.llm.react import (
     EXPECTED_FORMAT,
     STOP_SEQUENCES,

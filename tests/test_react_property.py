@@ -19,7 +19,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mini_agent.contracts import Message, Role, ToolSpec
+from mini_agent.core.contracts import Message, Role, ToolSpec
 from mini_agent.llm.react import (
     EXPECTED_FORMAT,
     STOP_SEQUENCES,

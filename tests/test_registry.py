@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from mini_agent.contracts import Observation, ToolCall, ToolOptions, ToolSource, ToolSpec
+from mini_agent.core.contracts import Observation, ToolCall, ToolOptions, ToolSource, ToolSpec
 from mini_agent.tools import RegistrationError, ToolRegistry
 
 COUNT_SCHEMA = {

@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
-from mini_agent.replay import ReplayServer, Script, Turn
+from mini_agent.scripted import ReplayServer, Script, Turn
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = {"role": "user", "content": "What is in notes.txt?"}
@@ -281,7 +281,7 @@ def test_script_validation_names_the_bad_key(tmp_path: Path) -> None:
 def run_cli(*args: str) -> subprocess.Popen[str]:
     env = {"PYTHONPATH": str(ROOT / "server"), "PATH": "/usr/bin:/bin"}
     return subprocess.Popen(
-        [sys.executable, "-m", "mini_agent.replay", *args],
+        [sys.executable, "-m", "mini_agent.scripted", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from mini_agent.contracts import (
+from mini_agent.core.contracts import (
     LLMConfig,
     LLMError,
     LLMResponse,
@@ -27,9 +27,10 @@ from mini_agent.contracts import (
     ToolCall,
     ToolSpec,
 )
-from mini_agent.events import AgentEvent, AnswerChunk, StatusChanged, ToolCallFinished, ToolCallPending
-from mini_agent.runtime import AgentRuntime, SessionBusy, SessionFinished, UnknownSession
-from mini_agent.session import AgentConfig, AgentSession, Decision
+from mini_agent.core.errors import SessionBusy, SessionFinished, UnknownSession
+from mini_agent.core.events import AgentEvent, AnswerChunk, StatusChanged, ToolCallFinished, ToolCallPending
+from mini_agent.core.runtime import AgentRuntime
+from mini_agent.core.session import AgentConfig, AgentSession, Decision
 
 ECHO = ToolSpec("echo", "Echo the text.", {"type": "object", "properties": {"text": {"type": "string"}}})
 RISKY = ToolSpec("wipe", "Delete things.", {"type": "object", "properties": {}}, requires_approval=True)

@@ -8,22 +8,17 @@ The fakes are small in-test stand-ins for the ports; the one test about two daem
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
-import gc
 import json
 import re
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_agent import wire
-from mini_agent.book import Flight
-from mini_agent.contracts import Observation, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
-from mini_agent.errors import (
+from mini_agent.core.contracts import Observation, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
+from mini_agent.core.errors import (
     AgentError,
     SessionBusy,
     SessionFinished,
@@ -31,7 +26,7 @@ from mini_agent.errors import (
     UnknownSession,
     UnknownTool,
 )
-from mini_agent.events import (
+from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
     StatusChanged,
@@ -42,12 +37,13 @@ from mini_agent.events import (
     UsageReported,
     UserTurn,
 )
-from mini_agent.loops import canonical, streaks
-from mini_agent.runtime import INTERRUPTED, AgentRuntime
-from mini_agent.session import AgentConfig, AgentSession, Decision, StoreUnavailable
-from mini_agent.stepper import StepCancelled, race
-from mini_agent.store import SqliteStore
-from mini_agent.trajectory import replay
+from mini_agent.core.loops import canonical, streaks
+from mini_agent.core.runtime import AgentRuntime
+from mini_agent.core.session import AgentConfig, AgentSession, Decision, StoreUnavailable
+from mini_agent.core.stepper import INTERRUPTED
+from mini_agent.core.trajectory import replay
+from mini_agent.lsp import wire
+from mini_agent.store.sqlite import SqliteStore
 
 from .test_runtime import ECHO, RISKY, Approver, ScriptedModel, Tools, action, answer, call
 
@@ -145,15 +141,14 @@ def lasting(events: list[AgentEvent]) -> list[AgentEvent]:
 
 
 def test_importing_the_runtime_loads_no_wire_storage_or_network_library() -> None:
-    banned = ("sqlite3", "aiohttp", "pygls", "lsprotocol", "mini_agent.wire")
-    probe = f"import sys, mini_agent.runtime; print([m for m in {banned!r} if m in sys.modules])"
+    banned = ("sqlite3", "aiohttp", "pygls", "lsprotocol", "mini_agent.lsp.wire")
+    probe = f"import sys, mini_agent.core.runtime; print([m for m in {banned!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 def test_no_core_module_spells_a_wire_key() -> None:
-    core = [CORE / f"{name}.py" for name in ("runtime", "session", "contracts", "events", "book", "stepper")]
-    core += [CORE / f"{name}.py" for name in ("loops", "trajectory", "ports", "errors")]
+    core = sorted((CORE / "core").rglob("*.py"))
     core += sorted((CORE / "llm").rglob("*.py")) + sorted((CORE / "tools").rglob("*.py"))
     spelled = {
         path.name: hits
@@ -456,7 +451,7 @@ def _interrupted(spec: ToolSpec) -> tuple[MemoryStore, str]:
     runtime, _ = runtime_with(ScriptedModel(), Tools(spec), store)
     session = runtime.start_session("t")
     record = action(ToolCall("c1", spec.name, {}))
-    from mini_agent.session import StepRecord
+    from mini_agent.core.session import StepRecord
 
     session.steps.append(StepRecord(0, completion=record.content, tool_calls=list(record.tool_calls)))
     session.steps[0].started.add("c1")
@@ -532,74 +527,6 @@ async def test_cancel_during_the_model_turn_emits_no_usage_and_records_no_step()
     runtime.cancel(session.session_id)
     assert (await stepping).stop_reason is StopReason.CANCELLED and session.steps == []
     assert not any(isinstance(e, UsageReported) for e in events)
-
-
-@pytest.mark.asyncio
-async def test_race_runs_the_work_in_the_step_s_own_task_and_turns_the_switch_into_step_cancelled() -> None:
-    flight, seen = Flight(), []
-
-    async def work() -> None:
-        seen.append(asyncio.current_task())
-        await asyncio.Event().wait()
-
-    async def step() -> int:
-        with pytest.raises(StepCancelled):
-            await race(flight, work())
-        async with asyncio.timeout(5):  # the switch's cancel was taken back: later waits are plain
-            await asyncio.sleep(0)
-        task = asyncio.current_task()
-        assert task is not None
-        return task.cancelling()
-
-    stepping = asyncio.create_task(step())
-    await asyncio.sleep(0.01)
-    flight.cancel()
-    assert await stepping == 0 and seen == [stepping] and not flight.racing and not flight.struck
-
-
-@pytest.mark.asyncio
-async def test_race_ends_in_step_cancelled_when_the_work_swallows_the_switch_s_cancel() -> None:
-    flight = Flight()
-
-    async def stubborn() -> str:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.Event().wait()
-        return "went on"
-
-    stepping = asyncio.create_task(race(flight, stubborn()))
-    await asyncio.sleep(0.01)
-    flight.cancel()
-    with pytest.raises(StepCancelled):
-        await stepping
-
-
-@pytest.mark.asyncio
-async def test_a_cancel_from_outside_the_flight_passes_through_race_even_with_the_switch_thrown() -> None:
-    for switch_too in (False, True):
-        flight = Flight()
-        stepping = asyncio.create_task(race(flight, asyncio.Event().wait()))
-        await asyncio.sleep(0.01)
-        if switch_too:
-            flight.cancel()
-        stepping.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await stepping
-
-
-@pytest.mark.asyncio
-async def test_race_on_a_cancelled_flight_never_starts_the_work() -> None:
-    flight, started = Flight(), []
-
-    async def work() -> None:
-        started.append(True)
-
-    flight.cancel()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # "coroutine was never awaited" would be one
-        with pytest.raises(StepCancelled):
-            await race(flight, work())
-        gc.collect()
-    assert started == []
 
 
 # -- replay equals the live run --------------------------------------------------------------------

@@ -42,9 +42,10 @@ CLIENTS = {
 
 
 @contextlib.asynccontextmanager
-async def daemon(root: Path, env: dict[str, str]) -> AsyncIterator[Connection]:
+async def daemon(root: Path, env: dict[str, str], stderr: Path | None = None) -> AsyncIterator[Connection]:
+    log = stderr.open("wb") if stderr is not None else None
     process = await asyncio.create_subprocess_exec(
-        *DAEMON, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, cwd=root
+        *DAEMON, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log, env=env, cwd=root
     )
     assert process.stdin is not None and process.stdout is not None
     connection = Connection(process.stdout, process.stdin)
@@ -55,6 +56,8 @@ async def daemon(root: Path, env: dict[str, str]) -> AsyncIterator[Connection]:
         process.kill()
         await process.wait()
         await connection.close()
+        if log is not None:
+            log.close()
 
 
 def initialize_params(root: Path, capabilities: dict[str, Any]) -> dict[str, Any]:
@@ -81,10 +84,16 @@ async def test_initialize_is_answered_before_lsprotocol_loads(workspace: Path, t
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("client", sorted(CLIENTS))
-async def test_the_early_answer_is_the_answer_pygls_gives(client: str, workspace: Path) -> None:
+async def test_the_early_answer_is_the_answer_pygls_gives(
+    client: str, workspace: Path, tmp_path: Path
+) -> None:
     params = initialize_params(workspace, CLIENTS[client])
-    async with daemon(workspace, daemon_env()) as connection:
+    stderr = tmp_path / "daemon.stderr"
+    async with daemon(workspace, daemon_env(), stderr) as connection:
         early = await connection.request("initialize", params)
+        await connection.notify("initialized", {})
+        await connection.request("agent/listTools", {})  # pygls has handled initialize by now
+    assert "answered early" not in stderr.read_text()  # the daemon's own check found no difference
     async with daemon(workspace, daemon_env()) as connection:
         await connection.notify("$/setTrace", {"value": "off"})  # not initialize first: pygls answers it
         from_pygls = await connection.request("initialize", params)
@@ -94,8 +103,8 @@ async def test_the_early_answer_is_the_answer_pygls_gives(client: str, workspace
 
 
 def test_what_answers_initialize_early_loads_no_event_loop_and_no_protocol_stack() -> None:
-    """asyncio alone is a fifth of the cold start; pygls and lsprotocol most of the rest."""
+    """The early answer waits for none of them: no event loop, no pygls, no lsprotocol, no pydantic."""
     banned = ("asyncio", "pygls", "lsprotocol", "pydantic")
-    probe = f"import sys, mini_agent.boot; print([m for m in {banned!r} if m in sys.modules])"
+    probe = f"import sys, mini_agent.lsp.boot; print([m for m in {banned!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mini_agent import store as store_module
-from mini_agent.contracts import (
+from mini_agent.core.contracts import (
     LLMConfig,
     LLMResponse,
     Message,
@@ -33,12 +32,14 @@ from mini_agent.contracts import (
     ToolSource,
     ToolSpec,
 )
-from mini_agent.runtime import INTERRUPTED, AgentRuntime
-from mini_agent.session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord
-from mini_agent.store import SqliteStore, StoreError, default_path
-from mini_agent.store_wal import COMMITS_PER_CHECKPOINT
+from mini_agent.core.runtime import AgentRuntime
+from mini_agent.core.session import AgentConfig, AgentSession, Decision, PendingApproval, StepRecord
+from mini_agent.core.stepper import INTERRUPTED
+from mini_agent.store import sqlite as store_module
+from mini_agent.store.sqlite import SqliteStore, StoreError, default_path
+from mini_agent.store.wal import COMMITS_PER_CHECKPOINT
 
-SERVER = Path(store_module.__file__).resolve().parents[1]
+SERVER = Path(store_module.__file__).resolve().parents[2]
 READ = ToolSpec(
     "read_file", "Read a file.",
     {"type": "object", "properties": {"path": {"type": "string"}, "lines": {"type": ["integer", "null"]}},
@@ -373,9 +374,9 @@ def action(call: ToolCall) -> LLMResponse:
 CRASHER = """
 import asyncio, sys
 from pathlib import Path
-from mini_agent.contracts import LLMResponse, ToolCall, ToolSpec
-from mini_agent.runtime import AgentRuntime
-from mini_agent.store import SqliteStore
+from mini_agent.core.contracts import LLMResponse, ToolCall, ToolSpec
+from mini_agent.core.runtime import AgentRuntime
+from mini_agent.store.sqlite import SqliteStore
 
 NOTE = ToolSpec("write_note", "Write.", {"type": "object", "properties": {}})
 
@@ -436,7 +437,7 @@ async def test_a_session_awaiting_approval_survives_a_restart(db: Path) -> None:
 HOLDER = """
 import sys
 from pathlib import Path
-from mini_agent.store import SqliteStore
+from mini_agent.store.sqlite import SqliteStore
 store = SqliteStore(Path(sys.argv[1]))
 print("ready", flush=True)
 sys.stdin.readline()

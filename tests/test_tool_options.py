@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_agent.contracts import ToolOptions, ToolSource
-from mini_agent.params import InvalidParams, RegisterToolParams, parse
+from mini_agent.core.contracts import ToolOptions, ToolSource
+from mini_agent.core.strict import InvalidParams, parse
+from mini_agent.lsp.params import RegisterToolParams
 from mini_agent.tools import ToolRegistry, protocol, tool
 
 RULE = "a tool's timeout must be positive, got 0"

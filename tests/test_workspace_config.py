@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from acp import RequestError
-from mini_agent import workspace_config
-from mini_agent.replay import ReplayServer
-from mini_agent.workspace_config import ConfigError, load, merged_options
+from mini_agent.app import config as workspace_config
+from mini_agent.app.config import ConfigError, load, merged_options
+from mini_agent.scripted import ReplayServer
 
 from .acp_support import acp_agent, text
 from .test_cli import run_cli

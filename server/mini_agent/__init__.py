@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .tools.decorators import tool
+    from mini_agent.tools.decorators import tool
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "tool"]
@@ -14,7 +14,7 @@ __all__ = ["__version__", "tool"]
 def __getattr__(name: str) -> Any:
     """`from mini_agent import tool` for workspace files, without loading it into the daemon's start-up."""
     if name == "tool":
-        from .tools.decorators import tool
+        from mini_agent.tools.decorators import tool
 
         return tool
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

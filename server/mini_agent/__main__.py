@@ -4,10 +4,10 @@ the Agent Client Protocol instead (one JSON message per line)."""
 import sys
 
 if sys.argv[1:2] == ["acp"]:
-    from .acp import main as acp_main
+    from mini_agent.acp import main as acp_main
 
     acp_main(sys.argv[2:])
 else:
-    from .boot import main
+    from mini_agent.lsp.boot import main
 
     main()

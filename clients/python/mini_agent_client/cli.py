@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.json = getattr(args, "json", False)
     if args.command == "serve":
-        from mini_agent.boot import main as serve
+        from mini_agent.lsp.boot import main as serve
 
         if args.ndjson:
             serve(ndjson=True)
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         serve_acp(["--trust"] if args.trust else [])
         return EXIT_OK
     if args.command == "mcp":
-        from mini_agent.mcp_server import main as serve_mcp
+        from mini_agent.mcp.server import main as serve_mcp
 
         root = getattr(args, "root", Path.cwd())
         return serve_mcp(

@@ -1,6 +1,6 @@
 """`mini-agent demo`: the seed scenario end to end, through a real daemon and a replayed model.
 
-The model is a scripted OpenAI-compatible server (mini_agent.replay) on 127.0.0.1; everything else is
+The model is a scripted OpenAI-compatible server (mini_agent.scripted) on 127.0.0.1; everything else is
 the real path: the daemon over stdio, tools reflected and run in the tool host, observations fed back.
 """
 
@@ -48,7 +48,7 @@ def example_workspace() -> Path:
 
 
 async def run_demo(out: TextIO = sys.stdout, *, tool_mode: str = "react") -> int:
-    from mini_agent.replay import ReplayServer
+    from mini_agent.scripted import ReplayServer
 
     print("mini-agent demo — the model is REPLAYED from a script (no real LLM is called); "
           "daemon, tools and protocol are real.", file=out)

@@ -107,7 +107,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-setsid env PYTHONPATH="$REPO/server:$REPO/clients/python" "$PYTHON" -m mini_agent.replay --script "$RUN/script.json" \
+setsid env PYTHONPATH="$REPO/server:$REPO/clients/python" "$PYTHON" -m mini_agent.scripted --script "$RUN/script.json" \
   >"$RUN/replay.out" 2>"$RUN/replay.err" &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$RUN/replay.out" ] && break; sleep 0.1; done

@@ -1,6 +1,6 @@
 /**
  * Real processes for the tests: the daemon over stdio (vscode-jsonrpc, the library under
- * vscode-languageclient) and the scripted model server from mini_agent.replay.
+ * vscode-languageclient) and the scripted model server from mini_agent.scripted.
  */
 
 import { spawn, type ChildProcess } from "node:child_process";
@@ -55,11 +55,11 @@ export interface Replay {
   close(): Promise<void>;
 }
 
-/** Start `python -m mini_agent.replay` with a script; its first stdout line is the base URL. */
+/** Start `python -m mini_agent.scripted` with a script; its first stdout line is the base URL. */
 export async function startReplay(turns: unknown, dir: string): Promise<Replay> {
   const script = path.join(dir, `replay-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
   fs.writeFileSync(script, JSON.stringify(turns));
-  const proc = spawn(PYTHON, ["-m", "mini_agent.replay", "--script", script], { env: pythonEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(PYTHON, ["-m", "mini_agent.scripted", "--script", script], { env: pythonEnv(), stdio: ["ignore", "pipe", "pipe"] });
   const stderr = stderrTail(proc);
   const url = await new Promise<string>((resolve, reject) => {
     let buffered = "";

@@ -22,13 +22,13 @@ from acp.connection import Connection
 from acp.schema import DeleteSessionRequest
 from pydantic import ValidationError
 
-from .. import eventloop
-from ..boot import claim_stdout
-from ..errors import AgentError, error_data
-from ..params import invalid
-from ..pipes import SafeWriter
-from .agent import MiniAgent
-from .transport import LineTransport
+from mini_agent.acp.agent import MiniAgent
+from mini_agent.acp.transport import LineTransport
+from mini_agent.core.errors import AgentError, error_data
+from mini_agent.core.strict import invalid
+from mini_agent.plumbing import eventloop
+from mini_agent.plumbing.pipes import SafeWriter
+from mini_agent.plumbing.stdout import claim_stdout
 
 log = logging.getLogger("mini_agent.acp")
 READ_LIMIT = 50 * 1024 * 1024  # one message line at most, as the SDK's own stdio reader allows
@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Only ACP messages may reach the real stdout (`boot.claim_stdout`)."""
+    """Only ACP messages may reach the real stdout (`plumbing.stdout.claim_stdout`)."""
     args = build_parser().parse_args(argv)
     wire_out = claim_stdout("mini-agent acp")
     eventloop.run(_stdio(wire_out, args.trust))

@@ -1,8 +1,8 @@
-"""The ACP agent: `session/*` handlers over the same runtime, tools and store as the LSP door.
+"""The ACP agent: `session/*` handlers over `app.workspace.Workspace`, as the LSP door's are.
 
-Each workspace (`cwd`) is a `Daemon`, the LSP door's composition root, with two things swapped: its
-permission prompt goes out as `session/request_permission`, and its events (watched per session) go
-out as `session/update` through `updates.update_for`. Nothing here steps an agent itself.
+Each `cwd` is one `Workspace` whose client (`client.AcpClient`) is this connection: its events go out
+as `session/update`, its permission prompts as `session/request_permission`. Nothing here steps an
+agent itself.
 """
 
 from __future__ import annotations
@@ -40,17 +40,18 @@ from acp.schema import (
     SessionResumeCapabilities,
 )
 
-from .. import __version__, workspace_config
-from ..contracts import StopReason
-from ..errors import AgentError, UnknownSession
-from ..events import AgentEvent, UserTurn
-from ..params import McpServer, StartSessionParams, parse
-from ..session import new_session_id
-from . import editor_fs, updates
-from .transport import LineTransport
+from mini_agent import __version__
+from mini_agent.acp import editor_fs, updates
+from mini_agent.acp.transport import LineTransport
+from mini_agent.app import config as workspace_config
+from mini_agent.core.contracts import StopReason
+from mini_agent.core.errors import AgentError, UnknownSession
+from mini_agent.core.session import new_session_id
+from mini_agent.tools.mcp.config import McpServer, parse_servers
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from mini_agent.acp.client import AcpClient
+    from mini_agent.app.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +65,15 @@ STOP_NOTES = {
 
 @dataclass(slots=True)
 class Chat:
-    """An ACP session: its workspace, whether its task is known yet, and its prompt queue."""
+    """An ACP session: its workspace and client, whether its task is known yet, and its prompt queue."""
 
     session_id: str
     workspace: Workspace
+    client: AcpClient
     started: bool
     mcp_servers: list[McpServer]  # the client's, for this session (with the workspace's, for every one)
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)
     cancels: int = 0  # bumped by session/cancel: a prompt queued before it answers `cancelled`
-    unwatch: Callable[[], None] | None = None
 
 
 class MiniAgent:
@@ -82,7 +83,7 @@ class MiniAgent:
         self._transport = transport
         self._trusted = trusted
         self._env = dict(os.environ if env is None else env)
-        self._workspaces: dict[Path, Workspace] = {}
+        self._workspaces: dict[Path, tuple[Workspace, AcpClient]] = {}
         self._chats: dict[str, Chat] = {}
         self.connection: Connection | None = None
         self._fs: FileSystemCapabilities | None = None  # what the client said it can do, at initialize
@@ -118,53 +119,54 @@ class MiniAgent:
         """Stop every workspace's tool hosts, HTTP session and store."""
         for chat in self._chats.values():
             chat.workspace.runtime.cancel(chat.session_id)
-        await asyncio.gather(*(ws.aclose() for ws in self._workspaces.values()), return_exceptions=True)
+        closing = (workspace.aclose() for workspace, _ in self._workspaces.values())
+        await asyncio.gather(*closing, return_exceptions=True)
 
     # -- sessions -------------------------------------------------------------------------------
 
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> NewSessionResponse:
-        workspace = await self._workspace(cwd)
-        chat = self._adopt(new_session_id(), workspace, started=False, mcp_servers=mcp_servers)
+        pair = await self._workspace(cwd)
+        chat = self._adopt(new_session_id(), pair, started=False, mcp_servers=mcp_servers)
         return NewSessionResponse(session_id=chat.session_id)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> LoadSessionResponse:
         """Replay the whole history, user turns included, before answering."""
-        workspace = await self._workspace(cwd)
+        workspace, client = await self._workspace(cwd)
         session = workspace.runtime.get(session_id)
-        self._adopt(session_id, workspace, started=True, mcp_servers=mcp_servers)
-        for update in updates.history(session, workspace.kind_of):
-            workspace.post(session_id, update)
+        self._adopt(session_id, (workspace, client), started=True, mcp_servers=mcp_servers)
+        for update in updates.history(session, client.kind_of):
+            client.post(session_id, update)
         return LoadSessionResponse()
 
     async def resume_session(
         self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> ResumeSessionResponse:
-        workspace = await self._workspace(cwd)
-        workspace.runtime.resume(session_id)
-        self._adopt(session_id, workspace, started=True, mcp_servers=mcp_servers)
+        pair = await self._workspace(cwd)
+        pair[0].runtime.resume(session_id)
+        self._adopt(session_id, pair, started=True, mcp_servers=mcp_servers)
         return ResumeSessionResponse()
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> ListSessionsResponse:
         """Newest first, `PAGE` at a time; the cursor is the offset of the next page."""
-        workspaces = [await self._workspace(cwd)] if cwd is not None else list(self._workspaces.values())
+        pairs = [await self._workspace(cwd)] if cwd is not None else list(self._workspaces.values())
         offset = _offset(cursor)
         infos: list[SessionInfo] = []
         more = False
-        for workspace in workspaces:
+        for workspace, _client in pairs:
             rows, total = workspace.list_sessions(None, PAGE, offset)
             more = more or offset + len(rows) < total
             infos += [
                 SessionInfo(
-                    session_id=row["sessionId"],
+                    session_id=row.session_id,
                     cwd=str(workspace.root),
-                    title=row["task"][:TITLE_CHARS] or None,
-                    updated_at=_iso(row["updatedAt"]),
+                    title=row.task[:TITLE_CHARS] or None,
+                    updated_at=_iso(row.updated_at),
                 )
                 for row in rows
             ]
@@ -173,12 +175,10 @@ class MiniAgent:
     async def delete_session(self, session_id: str, **_: Any) -> DeleteSessionResponse:
         chat = self._chats.pop(session_id, None)
         if chat is not None:
-            if chat.unwatch is not None:
-                chat.unwatch()
             if chat.started:
                 chat.workspace.delete_session(session_id)
             return DeleteSessionResponse()
-        for workspace in self._workspaces.values():
+        for workspace, _client in self._workspaces.values():
             try:
                 workspace.delete_session(session_id)
             except UnknownSession:
@@ -201,15 +201,16 @@ class MiniAgent:
             if chat.started:
                 await workspace.prompt(session_id, text, chat.mcp_servers)
             else:
-                request = StartSessionParams(task=text, mcp_servers=chat.mcp_servers)
-                session = await workspace.start_session(request, session_id=session_id)
+                session = await workspace.start_session(
+                    text, mcp_servers=chat.mcp_servers, session_id=session_id
+                )
                 chat.started = True
                 info = SessionInfoUpdate(
                     session_update="session_info_update",
                     title=text[:TITLE_CHARS],
                     updated_at=_iso(session.updated_at),
                 )
-                chat.workspace.post(session_id, info)
+                chat.client.post(session_id, info)
             if chat.cancels != ticket:  # cancelled while its MCP servers started
                 return PromptResponse(stop_reason="cancelled")
             summary = await runtime.run(session_id)
@@ -221,7 +222,7 @@ class MiniAgent:
         note = STOP_NOTES.get(reason) if reason is not None else None
         if note is not None:
             text = note.format(max_steps=summary.session.config.max_steps)
-            chat.workspace.post(session_id, helpers.update_agent_message_text(text))
+            chat.client.post(session_id, helpers.update_agent_message_text(text))
         return PromptResponse(stop_reason=_ACP_STOP.get(reason, "end_turn") if reason else "end_turn")
 
     async def cancel(self, session_id: str, **_: Any) -> None:
@@ -244,39 +245,45 @@ class MiniAgent:
         return chat
 
     def _adopt(
-        self, session_id: str, workspace: Workspace, *, started: bool, mcp_servers: list[Any] | None
+        self,
+        session_id: str,
+        pair: tuple[Workspace, AcpClient],
+        *,
+        started: bool,
+        mcp_servers: list[Any] | None,
     ) -> Chat:
+        """This connection follows the session from now on: its client posts the session's updates."""
         servers = _mcp_servers(mcp_servers)
         chat = self._chats.get(session_id)
         if chat is not None:
             chat.mcp_servers = servers
             return chat
-        chat = self._chats[session_id] = Chat(session_id, workspace, started, servers)
-
-        def on_event(event: AgentEvent) -> None:
-            if isinstance(event, UserTurn):  # the client shows the prompt it sent; session/load replays it
-                return
-            update = updates.update_for(event, workspace.kind_of)
-            if update is not None:
-                workspace.post(event.session_id, update)
-
-        chat.unwatch = workspace.watch(session_id, on_event)
+        chat = self._chats[session_id] = Chat(session_id, pair[0], pair[1], started, servers)
         return chat
 
-    async def _workspace(self, cwd: str) -> Workspace:
+    def _follows(self, root: Path) -> Callable[[str], bool]:
+        def follows(session_id: str) -> bool:
+            chat = self._chats.get(session_id)
+            return chat is not None and chat.workspace.root == root
+
+        return follows
+
+    async def _workspace(self, cwd: str) -> tuple[Workspace, AcpClient]:
         root = Path(cwd)
         if not root.is_absolute():
             raise AgentError(f"cwd must be an absolute path, got {cwd!r}", cwd=cwd)
         if not root.is_dir():
             raise AgentError(f"cwd {cwd!r} is not a directory", cwd=cwd)
         root = root.resolve()
-        workspace = self._workspaces.get(root)
-        if workspace is None:
-            from .workspace import Workspace  # the adapters load with the first workspace
+        pair = self._workspaces.get(root)
+        if pair is None:
+            from mini_agent.acp.client import AcpClient  # the adapters load with the first workspace
+            from mini_agent.app.workspace import Workspace
 
             options, config = workspace_config.resolve(root, {"workspaceTrusted": self._trusted}, self._env)
-            workspace = Workspace(root, options, config, self._transport, self._conn)
-            self._workspaces[root] = workspace
+            client = AcpClient(root, self._transport, self._conn, self._follows(root))
+            workspace = client.workspace = Workspace(root, options, client, config=config)
+            pair = self._workspaces[root] = (workspace, client)
             editor_fs.register(workspace.registry, self._fs)
             for problem in await workspace.restore_tools():
                 log.warning("could not restore a tool registration: %s", problem)
@@ -285,7 +292,7 @@ class MiniAgent:
                     "%s: its tools, approval allow-list and llm.base_url wait for `mini-agent acp --trust`",
                     config.source,
                 )
-        return workspace
+        return pair
 
 
 _ACP_STOP: dict[StopReason, Any] = {
@@ -301,7 +308,7 @@ def _mcp_servers(raw: list[Any] | None) -> list[McpServer]:
     dumped = [server.model_dump(mode="json", by_alias=True, exclude_none=True) for server in raw or []]
     for server in dumped:
         server.pop("_meta", None)
-    return parse("mcpServers", {"task": "-", "mcpServers": dumped}, StartSessionParams).mcp_servers
+    return parse_servers("mcpServers", dumped)
 
 
 def _iso(timestamp: float) -> str:

@@ -13,12 +13,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp.connection import Connection
-from acp.schema import FileSystemCapabilities, ReadTextFileResponse
+from acp.schema import (
+    FileEditToolCallContent,
+    FileSystemCapabilities,
+    ReadTextFileRequest,
+    ReadTextFileResponse,
+    ToolCallLocation,
+    WriteTextFileRequest,
+)
+from pydantic import BaseModel
 
-from ..contracts import ToolCall
+from mini_agent.core.contracts import ToolCall
 
 if TYPE_CHECKING:
-    from ..tools import ToolRegistry
+    from mini_agent.tools import ToolRegistry
 
 READ = "read_text_file"
 WRITE = "write_text_file"
@@ -62,29 +70,38 @@ def absolute(root: Path, path: str) -> str:
     return str(Path(path) if Path(path).is_absolute() else root / path)
 
 
+async def send(conn: Connection, method: str, request: BaseModel) -> Any:
+    """A typed request to the client, as the schema spells it."""
+    return await conn.send_request(method, request.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
 async def run(conn: Connection, root: Path, session_id: str, name: str, args: dict[str, Any]) -> str:
     path = absolute(root, args["path"])
     if name == READ:
         bounds = {key: args[key] for key in ("line", "limit") if key in args}
-        answer = await conn.send_request(
-            "fs/read_text_file", {"sessionId": session_id, "path": path, **bounds}
-        )
-        return ReadTextFileResponse.model_validate(answer).content
+        read = ReadTextFileRequest(session_id=session_id, path=path, **bounds)
+        return ReadTextFileResponse.model_validate(await send(conn, "fs/read_text_file", read)).content
     content = args["content"]
-    await conn.send_request("fs/write_text_file", {"sessionId": session_id, "path": path, "content": content})
+    write = WriteTextFileRequest(session_id=session_id, path=path, content=content)
+    await send(conn, "fs/write_text_file", write)
     return f"Wrote {len(content.splitlines())} lines to {path}."
 
 
-async def review(conn: Connection, root: Path, session_id: str, call: ToolCall) -> dict[str, Any]:
+Review = tuple[list[FileEditToolCallContent], list[ToolCallLocation]]
+
+
+async def review(conn: Connection, root: Path, session_id: str, call: ToolCall) -> Review | None:
     """What a permission request for `call` adds: for a write, the change as a diff against the text
     the editor has now (none when the file is new), and where it lands."""
     path = call.arguments.get("path")
-    if call.name != WRITE or not isinstance(path, str) or not isinstance(call.arguments.get("content"), str):
-        return {}
+    content = call.arguments.get("content")
+    if call.name != WRITE or not isinstance(path, str) or not isinstance(content, str):
+        return None
     target = absolute(root, path)
-    diff: dict[str, Any] = {"type": "diff", "path": target, "newText": call.arguments["content"]}
+    old: str | None
     try:
-        diff["oldText"] = await run(conn, root, session_id, READ, {"path": target})
+        old = await run(conn, root, session_id, READ, {"path": target})
     except Exception:  # a new file, or an editor that cannot read it: the diff shows it all as new
-        diff["oldText"] = None
-    return {"content": [diff], "locations": [{"path": target}]}
+        old = None
+    diff = FileEditToolCallContent(type="diff", path=target, new_text=content, old_text=old)
+    return [diff], [ToolCallLocation(path=target)]

@@ -13,7 +13,7 @@ import json
 import logging
 from typing import Any
 
-from ..pipes import SafeWriter
+from mini_agent.plumbing.pipes import SafeWriter
 
 log = logging.getLogger(__name__)
 

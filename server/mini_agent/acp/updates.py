@@ -18,12 +18,13 @@ from acp.schema import (
     ResourceContentBlock,
     TextContentBlock,
     TextResourceContents,
+    ToolCallUpdate,
     ToolKind,
     UsageUpdate,
 )
 
-from ..contracts import Observation, TokenUsage, ToolCall, ToolSpec
-from ..events import (
+from mini_agent.core.contracts import Observation, TokenUsage, ToolCall, ToolSpec
+from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
     StatusChanged,
@@ -34,8 +35,8 @@ from ..events import (
     UsageReported,
     UserTurn,
 )
-from ..session import AgentSession
-from ..trajectory import replay
+from mini_agent.core.session import AgentSession
+from mini_agent.core.trajectory import replay
 
 Update = Any  # one of the SDK's session-update models
 PromptBlock = (
@@ -97,14 +98,11 @@ def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
             assert_never(event)
 
 
-def permission_call(call: ToolCall, kind: ToolKind) -> dict[str, Any]:
+def permission_call(call: ToolCall, kind: ToolKind) -> ToolCallUpdate:
     """The `toolCall` of a session/request_permission: the pending call as the client already has it."""
-    update = helpers.update_tool_call(
-        call.id, title=title(call), kind=kind, status="pending", raw_input=raw_input(call)
+    return ToolCallUpdate(
+        tool_call_id=call.id, title=title(call), kind=kind, status="pending", raw_input=raw_input(call)
     )
-    body: dict[str, Any] = update.model_dump(mode="json", by_alias=True, exclude_none=True)
-    body.pop("sessionUpdate", None)
-    return body
 
 
 def history(session: AgentSession, kind_of: KindOf) -> list[Update]:

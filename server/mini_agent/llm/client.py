@@ -1,7 +1,8 @@
 """The model port's HTTP side: an OpenAI-compatible chat-completions client.
 
-One client serves every session of a daemon, over one transport (`transport.py`: aiohttp with
-keep-alive by default, a fake in unit tests).
+One client serves every session of a daemon, over one transport: `transport.AiohttpTransport` (aiohttp,
+connections kept alive, for `http://` and `https://` alike) unless it is handed another, such as
+`fake.FakeTransport` in tests.
 
 The tool modes differ only in how the request is built and how the reply is read; the
 transport — streaming, stop strings, retries, errors — is shared. A streamed completion is cut at
@@ -18,8 +19,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from .. import jsoncodec
-from ..contracts import (
+from mini_agent.core.contracts import (
     LLMConfig,
     LLMResponse,
     Message,
@@ -30,8 +30,8 @@ from ..contracts import (
     ToolMode,
     ToolSpec,
 )
-from . import jsonmode, react
-from .failures import (
+from mini_agent.llm import jsonmode, react
+from mini_agent.llm.failures import (
     ERROR_BODY_LIMIT,
     ON_RETRY,
     REPOINT,
@@ -42,8 +42,7 @@ from .failures import (
     notice_retry,
     parse_retry_after,
 )
-from .http1 import Http1Transport
-from .replies import (
+from mini_agent.llm.replies import (
     BadReply,
     Completion,
     OverLimit,
@@ -55,8 +54,9 @@ from .replies import (
     read_stream,
     read_whole,
 )
-from .transport import Transport, TransportError
-from .window import overflow
+from mini_agent.llm.transport import AiohttpTransport, Transport, TransportError
+from mini_agent.llm.window import overflow
+from mini_agent.plumbing import jsoncodec
 
 # What auto mode tries, in order; a server that refuses one is asked in the next, and that is remembered.
 _AUTO_ORDER: tuple[ToolMode, ...] = ("native", "json", "react")
@@ -92,7 +92,7 @@ class OpenAICompatibleClient:
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
         self._retry_after_cap = retry_after_cap
-        self._transport = transport if transport is not None else Http1Transport()
+        self._transport = transport if transport is not None else AiohttpTransport()
         # per (base_url, model): the mode auto mode settled on, the response_format form that worked
         self._auto_mode: dict[tuple[str, str], ToolMode] = {}
         self._json_form: dict[tuple[str, str], jsonmode.Form] = {}

@@ -12,9 +12,9 @@ import re
 import time
 from contextvars import ContextVar
 
-from ..contracts import LLMConfig, LLMError, NoticeSink
-from .replies import BODY_SNIPPET, error_text
-from .transport import TransportError
+from mini_agent.core.contracts import LLMConfig, LLMError, NoticeSink
+from mini_agent.llm.replies import BODY_SNIPPET, error_text
+from mini_agent.llm.transport import TransportError
 
 # Words in an error body that say the server cannot take the `tools` field.
 _TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)

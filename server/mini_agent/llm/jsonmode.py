@@ -17,9 +17,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from mini_agent.contracts import ToolCall, ToolSpec
-
-from . import react
+from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.llm import react
 
 Form = Literal["json_schema", "json_object"]
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from mini_agent.contracts import Message, Role, ToolCall, ToolSpec
+from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
 
 STOP_SEQUENCES: tuple[str, ...] = ("\nObservation:", "\nObservation：", "Observation:")
 

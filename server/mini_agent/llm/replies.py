@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import jsoncodec
-from ..contracts import LLMConfig, TextSink, TokenUsage
-from .stream import SSEDecoder, StopScanner, cut_at_stop
-from .transport import Reply
+from mini_agent.core.contracts import LLMConfig, TextSink, TokenUsage
+from mini_agent.llm.stream import SSEDecoder, StopScanner, cut_at_stop
+from mini_agent.llm.transport import Reply
+from mini_agent.plumbing import jsoncodec
 
 BODY_SNIPPET = 300
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..contracts import LLMConfig
+from mini_agent.core.contracts import LLMConfig
 
 PROBE_TIMEOUT_SEC = 2.0
 OLLAMA_DEFAULT_CTX = 2048

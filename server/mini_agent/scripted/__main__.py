@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from mini_agent.scripted.cli import main
 
 sys.exit(main())

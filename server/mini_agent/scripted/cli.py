@@ -10,8 +10,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from .script import Script
-from .server import ReplayServer
+from mini_agent.scripted.script import Script
+from mini_agent.scripted.server import ReplayServer
 
 
 async def _serve(script: Script, host: str, port: int) -> None:
@@ -26,7 +26,7 @@ async def _serve(script: Script, host: str, port: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m mini_agent.replay",
+        prog="python -m mini_agent.scripted",
         description="A scripted OpenAI-compatible model server, for demos and tests.",
     )
     parser.add_argument("--script", required=True, help="the script, a JSON file (see the module docs)")

@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..llm.stream import cut_at_stop
-from .script import Script, ScriptedCall, Turn
-from .text import call_tokens, fill, prompt_tokens, refusal_of, tokens_of
+from mini_agent.llm.stream import cut_at_stop
+from mini_agent.scripted.script import Script, ScriptedCall, Turn
+from mini_agent.scripted.text import call_tokens, fill, prompt_tokens, refusal_of, tokens_of
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from mini_agent.contracts import ToolOptions
+from mini_agent.core.contracts import ToolOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 

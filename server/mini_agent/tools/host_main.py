@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from mini_agent.contracts import MAX_OUTPUT_BYTES
+from mini_agent.core.contracts import MAX_OUTPUT_BYTES
 from mini_agent.tools import protocol, reaper
 from mini_agent.tools.protocol import CallRequest, CallResult, DescribedTool, LoadReply, LoadRequest, Request
 from mini_agent.tools.reflect import (

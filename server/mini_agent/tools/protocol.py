@@ -4,8 +4,8 @@ Shared by both sides, and the one place where a message's typed form meets its J
 message class below writes itself (`wire`) and reads itself (`of`).
 
 fd 0/1/2 are never used for frames: whatever a tool prints cannot corrupt
-the protocol. JSON goes through pydantic_core (both processes load pydantic anyway): on the per-call
-path it is several times faster than the json module.
+the protocol. JSON goes through pydantic_core (both processes load pydantic anyway), the faster codec
+on the per-call path.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic_core import from_json, to_json
 
-from mini_agent.contracts import ToolOptions, ToolSource
+from mini_agent.core.contracts import ToolOptions, ToolSource
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 256 * 1024 * 1024

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from mini_agent.contracts import ToolOptions, ToolSource
+from mini_agent.core.contracts import ToolOptions, ToolSource
 from mini_agent.tools.decorators import OPTIONS_ATTRIBUTE
 from mini_agent.tools.protocol import DescribedTool
 from mini_agent.tools.signature import (

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mini_agent.contracts import (
+from mini_agent.core.contracts import (
     MAX_OUTPUT_BYTES,
     TOOL_TIMEOUT_SEC,
     Observation,
@@ -28,7 +28,7 @@ from mini_agent.contracts import (
     ToolOptions,
     ToolSpec,
 )
-from mini_agent.errors import AgentError
+from mini_agent.core.errors import AgentError
 from mini_agent.tools.host import LoadError, ToolHost
 from mini_agent.tools.protocol import CallResult, DescribedTool, cap_text
 from mini_agent.tools.validation import invalid_arguments

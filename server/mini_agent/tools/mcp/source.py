@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mini_agent import __version__
-from mini_agent.contracts import ToolCall, ToolSpec
-from mini_agent.params import HttpMcpServer, McpServer
+from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.tools.mcp.config import HttpMcpServer, McpServer
 from mini_agent.tools.mcp.convert import inline_refs, result_text, tool_name
 from mini_agent.tools.protocol import CallResult, cap_text
 from mini_agent.tools.registry import RegistrationError

@@ -1,0 +1,116 @@
+"""The ACP door's side of `app.port.Client`: one workspace's events as `session/update`, its permission
+prompts as `session/request_permission` (with a write's diff), and its client tools as the editor's
+`fs/*`. Every outgoing message is built from the ACP SDK's schema models.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp.connection import Connection
+from acp.schema import (
+    PermissionOption,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    SessionNotification,
+    ToolKind,
+)
+
+from mini_agent.acp import editor_fs, updates
+from mini_agent.acp.transport import LineTransport
+from mini_agent.app.port import Answer, ToolList
+from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.core.events import AgentEvent, UserTurn
+from mini_agent.core.session import AgentSession, Decision
+
+if TYPE_CHECKING:
+    from mini_agent.app.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+PERMISSION_OPTIONS = [
+    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+    PermissionOption(
+        option_id="allow_always", name="Always allow this tool in this session", kind="allow_always"
+    ),
+    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+    PermissionOption(
+        option_id="reject_always", name="Always reject this tool in this session", kind="reject_always"
+    ),
+]
+
+
+class AcpClient:
+    """One workspace's client, for the sessions `follows` names (those this connection adopted)."""
+
+    def __init__(
+        self,
+        root: Path,
+        transport: LineTransport,
+        connection: Callable[[], Connection],
+        follows: Callable[[str], bool],
+    ) -> None:
+        self.root = root
+        self._transport = transport
+        self._connection = connection
+        self._follows = follows
+        self.workspace: Workspace | None = None  # set once the workspace is built around this client
+
+    def post(self, session_id: str, update: Any) -> None:
+        notification = SessionNotification(session_id=session_id, update=update)
+        body = notification.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self._transport.post({"jsonrpc": "2.0", "method": "session/update", "params": body})
+
+    def kind_of(self, name: str) -> ToolKind:
+        """ACP's kind of one of this workspace's tools, from its spec while its source lists it."""
+        spec = self.workspace.registry.get(name) if self.workspace is not None else None
+        return updates.kind_of(name, spec)
+
+    # -- app.port.Client ----------------------------------------------------------------------------
+
+    def publish(self, event: AgentEvent) -> None:
+        """A live event of an adopted session; the client shows the prompt it sent, so a live
+        `UserTurn` is not echoed (session/load replays it)."""
+        if isinstance(event, UserTurn) or not self._follows(event.session_id):
+            return
+        update = updates.update_for(event, self.kind_of)
+        if update is not None:
+            self.post(event.session_id, update)
+
+    def tools_changed(self, tools: ToolList) -> None:
+        """ACP has no tool-list notification: a new tool shows when the model calls it."""
+
+    async def ask_permission(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Answer | None:
+        """Ask the client; a `cancelled` outcome cancels the turn, a failure leaves the call waiting."""
+        conn = self._connection()
+        tool_call = updates.permission_call(call, self.kind_of(call.name))
+        review = await editor_fs.review(conn, self.root, session.session_id, call)
+        if review is not None:
+            tool_call.content, tool_call.locations = review  # type: ignore[assignment]
+        request = RequestPermissionRequest(
+            session_id=session.session_id, tool_call=tool_call, options=PERMISSION_OPTIONS
+        )
+        try:
+            raw = await editor_fs.send(conn, "session/request_permission", request)
+            answer = RequestPermissionResponse.model_validate(raw).outcome
+        except Exception as exc:  # a client that cannot answer: the call waits, session/cancel still works
+            log.warning("session/request_permission got no decision: %s", exc)
+            return None
+        if answer.outcome == "cancelled":
+            if self.workspace is not None:
+                self.workspace.runtime.cancel(session.session_id)
+            return None
+        try:
+            return Decision(answer.option_id), None
+        except ValueError:
+            log.warning("session/request_permission: unknown option %r", answer.option_id)
+            return None
+
+    async def run_tool(self, session_id: str, call: ToolCall) -> Any:
+        """The registry's client tools: here the editor's file tools, run over `fs/*`."""
+        if call.name not in (editor_fs.READ, editor_fs.WRITE):
+            raise RuntimeError(f"{call.name}: tools run by an LSP client cannot run in an ACP session")
+        return await editor_fs.run(self._connection(), self.root, session_id, call.name, call.arguments)

@@ -1,0 +1,71 @@
+"""What a client hands over when it starts a workspace (`initializationOptions` on the LSP door; the
+workspace file and the environment merged on every door), validated strictly.
+
+`LLMParams` is `core.contracts.LLMConfig` with every field optional and the same types and bounds: the
+one declaration of the model settings, which the workspace file's `llm` table is validated by too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Optional, get_type_hints
+
+from pydantic import Field, create_model, field_validator
+
+from mini_agent.core.contracts import MAX_OUTPUT_BYTES, MAX_STEPS, TOOL_TIMEOUT_SEC, LLMConfig
+from mini_agent.core.strict import Params
+from mini_agent.plumbing.redact import hide_secret
+from mini_agent.tools.mcp.config import McpServer
+
+
+class _LLMParams(Params):
+    @field_validator("api_key", check_fields=False)
+    @classmethod
+    def _hidden(cls, value: str | None) -> str | None:
+        """Any key a client hands over is masked in the log from then on."""
+        hide_secret(value)
+        return value
+
+    def apply(self, base: LLMConfig) -> LLMConfig:
+        """`base` with every field this object sets."""
+        return dataclasses.replace(base, **self.model_dump(exclude_none=True))
+
+
+def llm_fields(names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """`LLMConfig`'s fields (those in `names`, or all) as optional model fields (None: not set), each
+    keeping its type and bounds."""
+    hints = get_type_hints(LLMConfig, include_extras=True)
+    fields = [f.name for f in dataclasses.fields(LLMConfig) if names is None or f.name in names]
+    return {name: (Optional[hints[name]], None) for name in fields}  # noqa: UP045
+
+
+if TYPE_CHECKING:
+    LLMParams = _LLMParams
+else:
+    LLMParams = create_model("LLMParams", __base__=_LLMParams, **llm_fields())
+
+
+class ToolHostOptions(Params):
+    """`tools`: what every tool call of this workspace is held to (not one tool's own options, which are
+    `contracts.ToolOptions`)."""
+
+    timeout_sec: float = Field(default=TOOL_TIMEOUT_SEC, gt=0)
+    max_output_bytes: int = Field(default=MAX_OUTPUT_BYTES, ge=1024)
+    max_memory_mb: int = Field(default=1024, ge=0, alias="maxMemoryMB")  # per tool host; 0: no limit
+    inherit_secrets: bool = False  # pass the model's key variables to tools too
+
+
+class StoreOptions(Params):
+    path: str | None = None
+    enabled: bool = True
+
+
+class InitOptions(Params):
+    llm: LLMParams = Field(default_factory=LLMParams)
+    tools: ToolHostOptions = Field(default_factory=ToolHostOptions)
+    store: StoreOptions = Field(default_factory=StoreOptions)
+    max_steps: int = Field(default=MAX_STEPS, ge=1, le=1000)
+    system_prompt: str | None = None
+    # Until the client says so (the editor's workspace trust), stored tool registrations are not imported.
+    workspace_trusted: bool = False
+    mcp_servers: list[McpServer] = Field(default_factory=list)  # for every session

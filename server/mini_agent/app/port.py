@@ -1,0 +1,105 @@
+"""The one interface a door implements for the application layer: how `app` reaches the client.
+
+Four things, whatever the protocol: ask a person about a tool call, run a tool the client owns, say
+that the tool list changed, and publish one of the core's typed events. The LSP door renders these as
+`agent/*` messages, the ACP door as `session/*` ones; `app` never spells either.
+
+`RecordingClient` is the fake that ships beside the seam: it answers permission prompts from a queue,
+runs client tools with a function, and keeps what it was told, for tests of `app` without a door.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.core.events import AgentEvent
+from mini_agent.core.session import AgentSession, Decision
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRegistration:
+    """A stored tool registration not imported (the workspace is not trusted yet). The record may come
+    from a hostile store: every field is read defensively, and `record` is kept as it was to save back."""
+
+    name: str
+    description: str
+    path: str
+    function: str
+    requires_approval: bool
+    client: bool
+    record: dict[str, Any] = field(compare=False, repr=False)
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> HeldRegistration:
+        path, function = str(record.get("path") or ""), record.get("function")
+        return cls(
+            name=str(record.get("name") or function or path or "unnamed"),
+            description=str(record.get("description") or f"from {path}; {HELD_NOTE}"),
+            path=path,
+            function=str(function or ""),
+            requires_approval=bool(record.get("requires_approval")),
+            client=bool(record.get("client")),
+            record=record,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolList:
+    """The workspace's tools: those loaded, then the stored registrations held back."""
+
+    loaded: list[ToolSpec]
+    held: list[HeldRegistration]
+
+
+Answer = tuple[Decision, str | None]
+HELD_NOTE = "loaded once the workspace is trusted"
+
+
+class Client(Protocol):
+    """What a door does for the application layer."""
+
+    async def ask_permission(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Answer | None:
+        """The person's decision on `call`; None when nobody answered (it may come later)."""
+        ...
+
+    async def run_tool(self, session_id: str, call: ToolCall) -> Any:
+        """Run a tool the client registered itself; its result, or an exception the model is shown."""
+        ...
+
+    def tools_changed(self, tools: ToolList) -> None:
+        """The tool list changed (registered, removed, reloaded, trusted, or an MCP server's list)."""
+        ...
+
+    def publish(self, event: AgentEvent) -> None:
+        """One of the core's events, live or replayed, in order."""
+        ...
+
+
+@dataclass
+class RecordingClient:
+    """A `Client` that needs no protocol: answers from `answers` (None once it runs out), client tools
+    by `tool`, and keeps every event and tool list it was given."""
+
+    answers: list[Answer | None] = field(default_factory=list)
+    tool: Callable[[str, ToolCall], Awaitable[Any]] | None = None
+    events: list[AgentEvent] = field(default_factory=list)
+    tool_lists: list[ToolList] = field(default_factory=list)
+    asked: list[ToolCall] = field(default_factory=list)
+
+    async def ask_permission(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Answer | None:
+        self.asked.append(call)
+        return self.answers.pop(0) if self.answers else None
+
+    async def run_tool(self, session_id: str, call: ToolCall) -> Any:
+        if self.tool is None:
+            raise RuntimeError(f"{call.name}: this client runs no tools")
+        return await self.tool(session_id, call)
+
+    def tools_changed(self, tools: ToolList) -> None:
+        self.tool_lists.append(tools)
+
+    def publish(self, event: AgentEvent) -> None:
+        self.events.append(event)

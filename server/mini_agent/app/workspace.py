@@ -1,0 +1,346 @@
+"""One workspace: its runtime, tools, model client and store, composed; trust and approval policy.
+
+Built once a client has said where it works. Protocol-free: it returns the core's values and reaches
+the client only through `port.Client`, which each door implements (`lsp.client`, `acp.client`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mini_agent.app.config import WorkspaceConfig
+from mini_agent.app.options import InitOptions, LLMParams
+from mini_agent.app.port import Answer, Client, HeldRegistration, ToolList
+from mini_agent.core.budget import find_observation
+from mini_agent.core.contracts import LLMConfig, Observation, SessionStatus, ToolCall, ToolOptions, ToolSpec
+from mini_agent.core.errors import UnknownToolCall
+from mini_agent.core.events import AgentEvent, StatusChanged, ThoughtChunk
+from mini_agent.core.runtime import AgentRuntime
+from mini_agent.core.session import AgentConfig, AgentSession, Decision
+from mini_agent.llm.client import OpenAICompatibleClient
+from mini_agent.llm.window import ServerWindowProbe
+from mini_agent.store.sqlite import SessionRow, SqliteStore, StoreError
+from mini_agent.tools import RegistrationError, ToolRegistry
+from mini_agent.tools.mcp import McpSource
+from mini_agent.tools.mcp.config import McpServer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRegistration:
+    """What a client asks to register: a workspace file's functions (`path`, optionally one `function`,
+    with `options`), or a tool the client runs itself (`client`, with `options.name` and `input_schema`)."""
+
+    path: str | None = None
+    function: str | None = None
+    options: ToolOptions = field(default_factory=ToolOptions)
+    client: bool = False
+    input_schema: dict[str, Any] | None = None
+
+
+class Workspace:
+    def __init__(
+        self, root: Path, options: InitOptions, client: Client, *, config: WorkspaceConfig | None = None
+    ) -> None:
+        self.root = root
+        self.options = options
+        self.config = config or WorkspaceConfig()
+        self.client = client
+        self.trusted = options.workspace_trusted
+        self.unloaded: list[HeldRegistration] = []  # stored registrations not imported: not trusted
+        self.store_error: str | None = None
+        self.store = self._open_store(options) if options.store.enabled else None
+        self.llm = OpenAICompatibleClient()
+        llm = options.llm.apply(LLMConfig())
+        self.registry = ToolRegistry(
+            root,
+            timeout_sec=options.tools.timeout_sec,
+            max_output_bytes=options.tools.max_output_bytes,
+            max_memory_mb=options.tools.max_memory_mb,
+            inherit_secrets=options.tools.inherit_secrets,
+            secret_values=[llm.api_key or ""],
+            client_caller=self.client.run_tool,
+        )
+        self.mcp = McpSource(
+            root,
+            timeout_sec=options.tools.timeout_sec,
+            max_output_bytes=options.tools.max_output_bytes,
+            reserved=self.registry.own_names,
+            report=self._report,
+            tools_changed=lambda: self.tools_changed(persist=False),
+        )
+        self.registry.attach(self.mcp)
+        self._mcp_releases: set[asyncio.Task[None]] = set()
+        self._session_mcp: dict[str, list[McpServer]] = {}  # the servers each session named itself
+        keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
+        defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
+        if options.system_prompt is not None:
+            defaults = defaults.with_overrides(system_prompt=options.system_prompt)
+        self.runtime = AgentRuntime(
+            self.llm,
+            self.registry,
+            defaults=defaults,
+            events=self._on_update,
+            approver=self,
+            store=self.store,
+            keys=keys,
+            probe=ServerWindowProbe(),
+        )
+        self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
+        self._thought_parts: dict[tuple[str, int], list[str]] = {}
+
+    def watch(self, session_id: str, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
+        """Also send a session's updates to `callback` (e.g. a $/progress reporter); returns the undo."""
+        callbacks = self._watchers.setdefault(session_id, [])
+        callbacks.append(callback)
+        return lambda: callbacks.remove(callback)
+
+    def _open_store(self, options: InitOptions) -> SqliteStore | None:
+        """A store that cannot be opened is reported, and the daemon runs on without persistence."""
+        try:
+            if options.store.path:
+                return SqliteStore(self.root / options.store.path)
+            return SqliteStore.for_workspace(self.root)
+        except StoreError as exc:
+            self.store_error = f"sessions will not be saved: {exc}"
+            log.error("%s", self.store_error)
+            return None
+
+    async def restore_tools(self) -> list[str]:
+        """Re-register what this workspace had registered before; returns the problems met. Importing
+        a file runs its code, and the store may have come with a cloned repository: in a workspace
+        not trusted yet the registrations are only listed (see `trust`). The workspace file's `tools`
+        come with them, under the same rule."""
+        records: list[dict[str, Any]] = []
+        if self.store is not None:
+            try:
+                records = self.store.load_registrations()
+            except StoreError as exc:
+                return [str(exc)]
+        if not self.trusted:
+            self.unloaded = [HeldRegistration.of(record) for record in records if isinstance(record, dict)]
+            problems: list[str] = []
+        else:
+            problems = await self.registry.restore(records) + await self._configured_tools()
+        if self.registry.list() or self.unloaded:
+            self.tools_changed(persist=False)
+        return problems
+
+    async def register_tool(self, p: ToolRegistration) -> list[ToolSpec]:
+        """A workspace file's functions, or a tool the client runs itself; then tell every client."""
+        options = p.options
+        if p.client:
+            if options.name is None or p.input_schema is None:
+                raise RegistrationError("a client tool needs name, description and inputSchema")
+            register = self.registry.register_client_tool
+            specs = [
+                register(
+                    options.name,
+                    options.description or "",
+                    p.input_schema,
+                    requires_approval=options.requires_approval,
+                )
+            ]
+        else:
+            if p.path is None:
+                raise RegistrationError("path is required (or client: true with name and inputSchema)")
+            specs = await self.registry.register_file(p.path, function=p.function, options=options)
+        self.tools_changed()
+        return specs
+
+    async def reload(self, path: str) -> None:
+        """A saved file that backs registered tools is reflected again, and every client told."""
+        if await self.registry.reload(path) is not None:
+            self.tools_changed()
+
+    async def trust(self) -> list[str]:
+        """The user trusts the workspace: import the registrations held back; returns the problems."""
+        self.trusted = True
+        held, self.unloaded = self.unloaded, []
+        problems = await self.registry.restore([h.record for h in held]) + await self._configured_tools()
+        self.tools_changed(persist=False)
+        return problems
+
+    async def _configured_tools(self) -> list[str]:
+        """The files the workspace configuration file names, registered as a stored record would be."""
+        problems = await self.registry.restore([{"path": path} for path in self.config.tools])
+        return [f"{self.config.source}: tools: {problem}" for problem in problems]
+
+    def standing_policy(self) -> dict[str, Decision]:
+        """The workspace file's approval policy, as the standing decisions a new session starts with:
+        `reject` always, `allow` only in a trusted workspace (a cloned repository must not approve
+        for you)."""
+        policy = {name: Decision.REJECT_ALWAYS for name in self.config.reject}
+        if self.trusted:
+            policy |= {name: Decision.ALLOW_ALWAYS for name in self.config.allow if name not in policy}
+        return policy
+
+    def unregister(self, name: str) -> ToolSpec | HeldRegistration:
+        """Remove a tool, or a stored registration held back (so a suspicious one can go unimported)."""
+        held = [registration.name for registration in self.unloaded]
+        removed: ToolSpec | HeldRegistration
+        removed = self.unloaded.pop(held.index(name)) if name in held else self.registry.unregister(name)
+        self.tools_changed()
+        return removed
+
+    def tool_list(self) -> ToolList:
+        """The registered tools, then the stored registrations not loaded yet."""
+        return ToolList(self.registry.list(), list(self.unloaded))
+
+    def tools_changed(self, *, persist: bool = True) -> None:
+        if persist and self.store is not None:
+            held = [registration.record for registration in self.unloaded]
+            self.store.save_registrations(self.registry.registrations() + held)
+        self.client.tools_changed(self.tool_list())
+
+    async def start_session(
+        self,
+        task: str,
+        *,
+        system_prompt: str | None = None,
+        tools: list[str] | None = None,
+        llm: LLMParams | None = None,
+        max_steps: int | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        session_id: str | None = None,
+    ) -> AgentSession:
+        """Start the session's MCP servers (and the workspace's) first: its tools are snapshotted. The
+        workspace file's approval policy gives its first standing decisions."""
+        own = list(mcp_servers or [])
+        configs = [*self.options.mcp_servers, *own]
+        token = f"starting:{id(own)}"
+        problems: list[str] = []
+        try:
+            specs = await self.mcp.acquire(token, configs, problems.append) if configs else []
+            names = tools
+            if names is None and configs:
+                names = [*self.registry.own_names(), *(spec.name for spec in specs)]
+            session = self.runtime.start_session(
+                task,
+                system_prompt=system_prompt,
+                tool_names=names,
+                llm=llm.apply(self.runtime.defaults.llm) if llm is not None else None,
+                max_steps=max_steps,
+                session_id=session_id,
+                standing=self.standing_policy(),
+            )
+        except BaseException:
+            await self.mcp.release(token)
+            raise
+        self.mcp.rename(token, session.session_id)
+        self._session_mcp[session.session_id] = own
+        for problem in problems:
+            self._report(session.session_id, problem)
+        return session
+
+    async def prompt(
+        self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None
+    ) -> AgentSession:
+        """A follow-up turn, on either door. A session that ended its turn let its MCP servers go (see
+        `_send`): they are taken up again first, or the follow-up's MCP calls would find no server.
+        `mcp_servers` replaces the ones the session named (an ACP client names them again on load)."""
+        self.runtime.get(session_id)  # an unknown session starts no server
+        if mcp_servers is not None:
+            self._session_mcp[session_id] = list(mcp_servers)
+        configs = [*self.options.mcp_servers, *self._session_mcp.get(session_id, [])]
+        if configs:
+            await self.mcp.acquire(session_id, configs, lambda problem: self._report(session_id, problem))
+        return self.runtime.prompt(session_id, text)
+
+    def _report(self, session_id: str, message: str) -> None:
+        """A problem with one of a session's tool sources, in the log and as a status update of that
+        session (when it is one yet)."""
+        log.warning("%s", message)
+        try:
+            session = self.runtime.get(session_id)
+        except Exception:  # not a session (yet, or any more): the log has it
+            return
+        self._send(StatusChanged(session_id, len(session.steps), session.status, message=message))
+
+    def _release_mcp(self, session_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self.mcp.release(session_id))
+        self._mcp_releases.add(task)
+        task.add_done_callback(self._mcp_releases.discard)
+
+    def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[SessionRow], int]:
+        """Newest first; without a store, the sessions this process holds."""
+        if self.store is None:
+            held = self.runtime.sessions(status=status)
+            return [SessionRow.of(s) for s in held[offset : offset + limit]], len(held)
+        rows, total = self.store.list(status, limit, offset)
+        return [self._summary(row) for row in rows], total
+
+    def _summary(self, row: SessionRow) -> SessionRow:
+        """A stored row, or this process's newer state of it when the store could not take that."""
+        if self.runtime.is_unsaved(row.session_id):
+            return SessionRow.of(self.runtime.get(row.session_id))
+        return row
+
+    def delete_session(self, session_id: str) -> bool:
+        self.runtime.get(session_id)
+        if self.runtime.is_busy(session_id):
+            self.runtime.cancel(session_id)
+        self.runtime.forget(session_id)
+        self._session_mcp.pop(session_id, None)
+        self._release_mcp(session_id)
+        return self.store.delete(session_id) if self.store is not None else True
+
+    def observation(self, session_id: str, call_id: str) -> Observation:
+        """A tool result whole: what the model was shown of it may have been cut to fit its window."""
+        found = find_observation(self.runtime.get(session_id), call_id)
+        if found is None:
+            raise UnknownToolCall(session_id, call_id)
+        return found
+
+    def load_session(self, session_id: str) -> int:
+        """Replay a stored trajectory to the client as events; returns how many were published."""
+        events = self.runtime.replay(session_id)
+        for event in events:
+            self._send(event)
+        return len(events)
+
+    def _on_update(self, event: AgentEvent) -> None:
+        """Thought deltas that arrive together (one network read often holds many SSE events) go out as
+        one notification at the next turn of the loop; anything else first flushes them, keeping order."""
+        if isinstance(event, ThoughtChunk):
+            if not self._thought_parts:
+                asyncio.get_running_loop().call_soon(self._flush_thoughts)
+            self._thought_parts.setdefault((event.session_id, event.step), []).append(event.text)
+            return
+        self._flush_thoughts()
+        self._send(event)
+
+    def _flush_thoughts(self) -> None:
+        parts, self._thought_parts = self._thought_parts, {}
+        for (session_id, step), texts in parts.items():
+            self._send(ThoughtChunk(session_id, step, "".join(texts)))
+
+    def _send(self, event: AgentEvent) -> None:
+        if isinstance(event, StatusChanged) and event.status is SessionStatus.FINISHED:
+            self._release_mcp(event.session_id)
+        self.client.publish(event)
+        for callback in list(self._watchers.get(event.session_id, ())):
+            callback(event)
+
+    async def request_permission(
+        self, session: AgentSession, call: ToolCall, spec: ToolSpec
+    ) -> Answer | None:
+        """The core's `Approver`: the client asks the person; None leaves the call waiting."""
+        return await self.client.ask_permission(session, call, spec)
+
+    async def aclose(self) -> None:
+        await self.runtime.aclose()
+        await asyncio.gather(*self._mcp_releases)
+        await self.mcp.aclose()
+        await self.registry.aclose()
+        await self.llm.aclose()
+        if self.store is not None:
+            self.store.release_all(self.runtime.owner)
+            self.store.close()
+

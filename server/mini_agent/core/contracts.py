@@ -1,0 +1,273 @@
+"""The values that pass between the runtime, the model adapters, the tools and the store.
+
+Plain dataclasses and enums with no I/O and no wire format: `wire.py` maps them to the camelCase
+JSON the protocol carries. Every layer may import this module; it imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge, Gt, Le
+
+# Each default the daemon's options and its parts share, written once.
+TOOL_TIMEOUT_SEC = 30.0  # a tool call, and loading a tool file
+MAX_OUTPUT_BYTES = 65536  # a tool's output beyond this is cut and flagged `truncated`
+MAX_STEPS = 20  # model turns per session
+
+ToolMode = Literal["react", "native", "json", "auto"]
+TOOL_MODES: tuple[ToolMode, ...] = ("react", "native", "json", "auto")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyFormat:
+    """What the runtime needs to know of the tool mode a reply came in, so that it never compares
+    mode names: how a model in it finishes (for a note to the model), and whether the text it streams
+    is the thought alone (its action is not prose) rather than the whole completion."""
+
+    finish: str
+    streams_thought_only: bool = False
+
+
+REPLY_FORMATS: dict[str, ReplyFormat] = {
+    "react": ReplyFormat("give your Final Answer"),
+    "json": ReplyFormat('answer with {"final_answer": ...} as your action', streams_thought_only=True),
+    "native": ReplyFormat("answer the user without calling a tool"),
+}
+
+
+def reply_format(tool_mode: str) -> ReplyFormat:
+    """The format of a reply that came in `tool_mode` (a step's recorded mode); ReAct's for a mode
+    not recorded (an older step) or not known here."""
+    return REPLY_FORMATS.get(tool_mode, REPLY_FORMATS["react"])
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class SessionStatus(StrEnum):
+    READY = "ready"
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    FINISHED = "finished"
+
+
+class StopReason(StrEnum):
+    """Why a step ended the turn (the Agent Client Protocol's names where they fit)."""
+
+    END_TURN = "end_turn"
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    CANCELLED = "cancelled"
+    LOOP_DETECTED = "loop_detected"
+    MAX_TOKENS = "max_tokens"  # the request did not fit the model's context window, even compacted
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model asked for.
+
+    `raw_arguments` is the argument text exactly as the model wrote it; `parse_error` says why it
+    could not be decoded into `arguments`, so the registry can show the model its own text.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str = ""
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    call_id: str
+    tool_name: str
+    output: str
+    is_error: bool = False
+    execution_time_ms: float = 0.0
+    truncated: bool = False
+    logs: str = ""  # what the tool printed to stdout/stderr while it ran
+    shown: str | None = None  # what the model was shown when `output` was cut to fit its window
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One entry of a session's history.
+
+    An assistant message holds the model's completion exactly as it arrived, so that rendering the
+    history again yields the same bytes (the model server's prefix cache depends on it).
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """Older turns replaced in the model's view of a session: the messages from index 2 (after the
+    system prompt and the task) up to `upto` are sent as `replacement`; the stored history keeps them."""
+
+    upto: int
+    replacement: tuple[Message, ...]
+    digested: int = 0  # observations shrunk to a one-line digest
+    summarised: int = 0  # messages the model summarised (0: the digests were enough)
+    before: int = 0  # the request's estimated tokens before and after
+    after: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)  # of the summary request, when there was one
+
+
+@dataclass(frozen=True, slots=True)
+class ContextUse:
+    """What one model request held of the window: its messages in the model's view, whether the
+    `read_observation` tool was offered, and the window it was fitted to."""
+
+    messages: int
+    reader: bool
+    size: int
+    tokens: int = 0  # the request's size as estimated before it was sent
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResponse:
+    """What one model call produced, in mode-independent terms.
+
+    `content` is the completion text exactly as received (what goes back into the history);
+    `thought` the reasoning part; `final_answer` is set when the model answered; `format_error` is set
+    when a text reply started the ReAct protocol and broke it.
+    """
+
+    content: str
+    thought: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    final_answer: str | None = None
+    format_error: str | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    finish_reason: str | None = None
+    tool_mode: ToolMode = "react"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSource:
+    path: str
+    function: str
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """How one tool is offered and run, declared once: the `@tool` decorator, agent/registerTool's
+    params, the registry and the tool host all carry this type, so its rule below is the only check."""
+
+    name: str | None = None
+    description: str | None = None
+    requires_approval: bool = False
+    idempotent: bool = False
+    timeout_sec: float | None = None  # None: the daemon's `tools.timeoutSec`
+
+    def __post_init__(self) -> None:
+        if self.timeout_sec is not None and self.timeout_sec <= 0:
+            raise ValueError(f"a tool's timeout must be positive, got {self.timeout_sec:g}")
+
+    def over(self, declared: ToolOptions) -> ToolOptions:
+        """These options (a registration's) on top of `declared` (the decorator's): a value set here
+        wins, and either side alone can ask for approval or mark the tool idempotent."""
+        return ToolOptions(
+            self.name or declared.name,
+            self.description or declared.description,
+            self.requires_approval or declared.requires_approval,
+            self.idempotent or declared.idempotent,
+            declared.timeout_sec if self.timeout_sec is None else self.timeout_sec,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model and the client see it (MCP's `Tool` shape)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    source: ToolSource | None = None
+    title: str | None = None
+    requires_approval: bool = False
+    idempotent: bool = False
+    client: bool = False
+    timeout_sec: float | None = None
+    mcp_server: str | None = None  # the MCP server it comes from
+    # the MCP annotations (readOnlyHint, ...) its server set, as (name, value): absent ones stay unknown
+    hints: tuple[tuple[str, bool], ...] = ()
+
+    def to_openai(self) -> dict[str, Any]:
+        """The `tools` entry of a chat-completions request."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LLMConfig:
+    """The model settings, declared once: the daemon's and a session's `llm` options are this with
+    every field optional (`params.LLMParams`), and the bounds below are what those options accept."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "default"
+    api_key: str | None = None
+    tool_mode: ToolMode = "react"
+    temperature: Annotated[float, Ge(0), Le(2)] = 0.0
+    max_tokens: Annotated[int, Ge(1)] = 1024
+    stream: bool = True
+    max_retries: Annotated[int, Ge(0), Le(10)] = 3
+    timeout_sec: Annotated[float, Gt(0)] = 120.0  # the longest silence while connecting or reading
+    request_timeout_sec: Annotated[float, Gt(0)] = 600.0  # the whole request, retries included
+    # bytes read off one reply before it is refused
+    max_reply_bytes: Annotated[int, Ge(1024)] = 8 * 1024 * 1024
+    # tokens the model server holds (prompt and reply); None: ask the server, else `budget.DEFAULT_WINDOW`
+    context_window: Annotated[int, Ge(512)] | None = None
+
+
+class LLMError(Exception):
+    """The model server could not produce a completion (after any retries)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str = "",
+        status: int | None = None,
+        context_overflow: bool = False,
+        context_window: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+        self.context_overflow = context_overflow  # the server refused the prompt as longer than its window
+        self.context_window = context_window  # that window, when its message said it
+
+
+TextSink = Callable[[str], None]
+NoticeSink = Callable[[str], None]  # one line for a person, e.g. "retrying the model server in 2 s"

@@ -1,0 +1,91 @@
+"""What the agent core tells the world: typed domain events, the runtime's only output.
+
+Each front door maps these to its own wire format (the LSP door in `wire.update_body`); the core never
+spells a wire key. Replaying a stored session (`trajectory.replay`) builds the same event types the live
+path emits, so an editor that opens a session late sees what it would have seen live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mini_agent.core.contracts import Observation, SessionStatus, StopReason, TokenUsage, ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Where an event belongs: a session, and the index of the step it is about."""
+
+    session_id: str
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class UserTurn(Event):
+    """The user's words of a turn, appended to the history; `step` is the one that answers them. Live
+    only a follow-up's (the client gave the task); a replay has the task's on request."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtChunk(Event):
+    """Model text as it streams (deltas); the whole completion when replayed."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerChunk(Event):
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPending(Event):
+    """The model asked for a call; it has not run (it may wait for approval, or never run)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted(Event):
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished(Event):
+    """A call's outcome: the tool's result, or a note standing in for it (declined, loop, cancelled)."""
+
+    observation: Observation
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReported(Event):
+    """Tokens of one model turn, the session's running total after it, and the model's window: how
+    much of it the request and reply took (`used`) of its `size` (0 when not known)."""
+
+    usage: TokenUsage
+    total: TokenUsage
+    used: int = 0
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChanged(Event):
+    status: SessionStatus
+    stop_reason: StopReason | None = None
+    message: str | None = None
+
+
+AgentEvent = (
+    UserTurn
+    | ThoughtChunk
+    | AnswerChunk
+    | ToolCallPending
+    | ToolCallStarted
+    | ToolCallFinished
+    | UsageReported
+    | StatusChanged
+)
+EventSink = Callable[[AgentEvent], None]

@@ -1,0 +1,81 @@
+"""The runtime's ports: everything outside the agent core it talks to, as small `typing.Protocol`s.
+
+The daemon hands in the real adapters (model client, tool registry, SQLite store, the editor's
+permission prompt); tests hand in fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from mini_agent.core.contracts import (
+    LLMConfig,
+    LLMResponse,
+    Message,
+    NoticeSink,
+    Observation,
+    TextSink,
+    ToolCall,
+    ToolSpec,
+)
+from mini_agent.core.session import AgentSession, Decision
+
+
+class LLMClient(Protocol):
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        config: LLMConfig,
+        on_text: TextSink | None = None,
+        *,
+        on_retry: NoticeSink | None = None,
+    ) -> LLMResponse: ...
+
+
+class WindowProbe(Protocol):
+    """Asks the model server how many tokens its context window holds; None when it does not say."""
+
+    async def context_window(self, config: LLMConfig) -> int | None: ...
+
+
+class ToolExecutor(Protocol):
+    def list(self) -> list[ToolSpec]: ...
+
+    def get(self, name: str) -> ToolSpec | None: ...
+
+    async def execute(self, call: ToolCall, *, session_id: str) -> Observation: ...
+
+
+class SessionStore(Protocol):
+    """Durable sessions. `save` is called at every checkpoint, with every session whose checkpoint
+    fell in the same turn of the event loop: it writes them in one transaction (all or none), and of
+    each only what changed; a store that cannot write raises `StoreUnavailable`. A lease keeps two
+    daemons from stepping one session at once, and `heartbeat` keeps it fresh for daemons on other
+    hosts, which can only judge it by age (`lease_stale_after` seconds). The runtime lets go of
+    finished sessions; `forget` tells the store to drop its memory of one (not its rows)."""
+
+    lease_stale_after: float
+
+    def save(self, *sessions: AgentSession) -> None: ...
+
+    def load(self, session_id: str) -> AgentSession | None: ...
+
+    def is_current(self, session: AgentSession) -> bool: ...
+
+    def acquire(self, session_id: str, owner: str) -> bool: ...
+
+    def heartbeat(self, owner: str) -> int: ...
+
+    def release(self, session_id: str, owner: str) -> bool: ...
+
+    def forget(self, session_id: str) -> None: ...
+
+
+class Approver(Protocol):
+    """Asks a person about a tool call; None when nobody answered (the decision may come later)."""
+
+    async def request_permission(
+        self, session: AgentSession, call: ToolCall, spec: ToolSpec
+    ) -> tuple[Decision, str | None] | None: ...

@@ -1,0 +1,239 @@
+"""The agent runtime: sessions started, stepped, run, cancelled, approved and replayed.
+
+`AgentRuntime` composes the session book (`book.py`: cache, staleness, leases, and its
+`checkpoints.py`), the approvals (`approvals.py`) and the stepper (`stepper.py`: model turn, tools,
+conclusion); a step's cancellation is its flight's (`flight.py`). The runtime owns the tasks that
+outlive a step (an approver's prompt) and cancels them in `aclose`. It owns no I/O: the model server,
+the tools, the store and the editor's permission prompts are ports (`ports.py`), and its only output
+is typed events (`events.py`) that each front door maps to its own wire format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mini_agent.core.approvals import Approvals
+from mini_agent.core.book import SessionBook
+from mini_agent.core.contracts import LLMConfig, Message, Role, SessionStatus, StopReason, ToolSpec
+from mini_agent.core.errors import SessionBusy, UnknownTool
+from mini_agent.core.events import AgentEvent, EventSink, UserTurn
+from mini_agent.core.ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
+from mini_agent.core.session import AgentConfig, AgentSession, Decision, StepRecord, new_session_id
+from mini_agent.core.stepper import Stepper
+from mini_agent.core.trajectory import replay
+
+
+@dataclass(slots=True)
+class RunSummary:
+    session: AgentSession
+    last: StepRecord
+    steps_run: int
+    stop_reason: StopReason | None
+
+
+class AgentRuntime:
+    def __init__(
+        self,
+        llm: LLMClient,
+        tools: ToolExecutor,
+        *,
+        defaults: AgentConfig | None = None,
+        store: SessionStore | None = None,
+        events: EventSink | None = None,
+        approver: Approver | None = None,
+        keys: Mapping[str, str] | None = None,
+        probe: WindowProbe | None = None,
+    ) -> None:
+        """`keys` are API keys by the base URL each was configured for: a key is sent to that server
+        only, never to whatever server a session (perhaps one from a cloned store) points at."""
+        self._tools = tools
+        self._events = events
+        self.defaults = defaults or AgentConfig()
+        self._keys = {_server(url): key for url, key in (keys or {}).items()}
+        self._own_keys: dict[str, tuple[str, str]] = {}  # session id -> (server, the key it was given)
+        self._book = SessionBook(store)
+        self._background: set[asyncio.Task[None]] = set()  # work that outlives its step: see `aclose`
+        self._approvals = Approvals(tools, store, approver, spawn=self._spawn, decided=self.approve)
+        self._stepper = Stepper(
+            llm,
+            tools,
+            self._book.checkpoints,
+            self._approvals,
+            api_key=self._api_key,
+            emit=events,
+            probe=probe,
+        )
+
+    @property
+    def owner(self) -> str:
+        """This runtime's name on the store's leases."""
+        return self._book.owner
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def start_session(
+        self,
+        task: str,
+        *,
+        system_prompt: str | None = None,
+        tool_names: Sequence[str] | None = None,
+        llm: LLMConfig | None = None,
+        max_steps: int | None = None,
+        session_id: str | None = None,
+        standing: Mapping[str, Decision] | None = None,
+    ) -> AgentSession:
+        """Snapshot the tools now: the prompt must not change under a running session. An API key in
+        `llm` is the session's own: kept in memory for its server, never stored. `session_id`
+        lets a front door hand out the id before the task is known (ACP's session/new); `standing`
+        are decisions it starts with (a workspace's approval policy)."""
+        config = self.defaults.with_overrides(llm=llm, max_steps=max_steps, system_prompt=system_prompt)
+        config = config.with_overrides(llm=replace(config.llm, api_key=None))
+        tools = self._select_tools(tool_names)
+        sid = session_id or new_session_id()
+        session = AgentSession(session_id=sid, task=task, config=config, tools=tools)
+        session.standing_decisions.update(standing or {})
+        session.messages.append(Message(Role.SYSTEM, config.system_prompt))
+        session.messages.append(Message(Role.USER, task))
+        failure = self._book.add(session)
+        if failure is not None:  # nothing has happened yet: refuse rather than keep it in memory only
+            self.forget(session.session_id)
+            raise failure
+        self._bind_key(session, llm)
+        return session
+
+    def _bind_key(self, session: AgentSession, llm: LLMConfig | None) -> None:
+        if llm is not None and llm.api_key:
+            self._own_keys[session.session_id] = (_server(llm.base_url), llm.api_key)
+
+    def _api_key(self, session: AgentSession) -> str | None:
+        """The session's own key if it was given for the server the session uses now, else the
+        daemon's key for that server, else none."""
+        server = _server(session.config.llm.base_url)
+        own = self._own_keys.get(session.session_id)
+        if own is not None and own[0] == server:
+            return own[1]
+        return self._keys.get(server)
+
+    def _select_tools(self, names: Sequence[str] | None) -> list[ToolSpec]:
+        available = {spec.name: spec for spec in self._tools.list()}
+        if names is None:
+            return list(available.values())
+        unknown = [name for name in names if name not in available]
+        if unknown:
+            raise UnknownTool(unknown, sorted(available))
+        return [available[name] for name in names]
+
+    def get(self, session_id: str) -> AgentSession:
+        """The session's latest state: re-read from the store when another daemon wrote it since."""
+        return self._book.get(session_id)
+
+    def resume(self, session_id: str, *, llm: LLMConfig | None = None) -> AgentSession:
+        """Take a stored session up here (e.g. after a crash), optionally with new model settings;
+        stepping stays agent/step or agent/run."""
+        session = self.get(session_id)
+        if session.finished or self.is_busy(session_id):
+            return session
+        session = self._book.take(session_id)
+        if session.status is SessionStatus.RUNNING:  # its daemon died mid-step; the next step goes on from it
+            session.status = SessionStatus.READY
+        if llm is not None:
+            session.config = session.config.with_overrides(llm=replace(llm, api_key=None))
+            self._bind_key(session, llm)
+        self._book.checkpoints.now(session)
+        self._book.release(session_id)
+        return session
+
+    def prompt(self, session_id: str, text: str) -> AgentSession:
+        """A follow-up user turn: a session that ended its turn (answered, ran out of its step budget,
+        stopped on a loop) or is ready takes the user's words and is ready again, with a fresh budget.
+        The history is only appended to, so the next model request starts with the bytes of the last
+        one (the model server's prefix cache keeps working). The words go out as a `UserTurn` event
+        (the task does not: its client gave it)."""
+        session = self.get(session_id)
+        stepping = (SessionStatus.RUNNING, SessionStatus.AWAITING_APPROVAL)
+        if self.is_busy(session_id) or session.status in stepping:
+            raise SessionBusy(session_id)
+        self._stepper.abandon_open_calls(session)
+        session.messages.append(Message(Role.USER, text))
+        session.status, session.stop_reason, session.final_answer = SessionStatus.READY, None, None
+        session.touch()
+        self._book.checkpoints.now(session)
+        if self._events is not None:
+            self._events(UserTurn(session_id, len(session.steps), text))
+        return session
+
+    def sessions(self, *, status: str | None = None) -> list[AgentSession]:
+        """Sessions this daemon holds, newest first."""
+        held = sorted(self._book.held(), key=lambda s: s.updated_at, reverse=True)
+        return [s for s in held if status is None or s.status.value == status]
+
+    def forget(self, session_id: str) -> None:
+        self._book.forget(session_id)
+        self._own_keys.pop(session_id, None)
+
+    def is_unsaved(self, session_id: str) -> bool:
+        """True while the store lacks this daemon's newest state of the session (it failed to write)."""
+        return self._book.checkpoints.failure(session_id) is not None
+
+    def is_busy(self, session_id: str) -> bool:
+        return self._book.flight(session_id) is not None
+
+    def replay(self, session_id: str) -> list[AgentEvent]:
+        """The trajectory as the events a live run sent (for an editor that just opened it)."""
+        return replay(self.get(session_id))
+
+    # -- control --------------------------------------------------------------------------------
+
+    def cancel(self, session_id: str) -> bool:
+        """Ask the in-flight step of a session to stop; False when nothing was running."""
+        flight = self._book.flight(session_id)
+        if flight is None:
+            return False
+        flight.cancel()
+        return True
+
+    def approve(self, session_id: str, call_id: str, decision: Decision, reason: str | None = None) -> None:
+        session = self.get(session_id)
+        self._approvals.decide(session, call_id, decision, reason)
+        self._book.checkpoints.now(session)
+
+    # -- stepping -------------------------------------------------------------------------------
+
+    async def run(self, session_id: str, *, max_steps: int | None = None) -> RunSummary:
+        """Step until a stop reason; waits for approvals rather than returning on them. The lease is
+        held for the whole run, and a cancel ends the run."""
+        steps_run = 0
+        async with self._book.leased(session_id) as (session, flight):
+            while True:
+                record = await self._stepper.step(session, flight, wait_for_approval=True)
+                steps_run += 1
+                if record.stop_reason is not None:
+                    return RunSummary(session, record, steps_run, record.stop_reason)
+                if max_steps is not None and steps_run >= max_steps:
+                    return RunSummary(session, record, steps_run, StopReason.MAX_TURN_REQUESTS)
+
+    async def step(self, session_id: str, *, wait_for_approval: bool = False) -> StepRecord:
+        async with self._book.leased(session_id) as (session, flight):
+            return await self._stepper.step(session, flight, wait_for_approval)
+
+
+    # -- background work ------------------------------------------------------------------------
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def aclose(self) -> None:
+        """Cancel the work that outlives a step (an approver's prompt still open) and wait for it."""
+        tasks = list(self._background)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _server(base_url: str) -> str:
+    return base_url.rstrip("/")

@@ -1,0 +1,150 @@
+"""A session's configuration, its trajectory and the rules of its status machine.
+
+A session is the unit that gets stepped, checkpointed, paused for approval and resumed. Its
+`messages` are the exact history sent to the model (append-only); its `steps` are the same turns
+as the editor sees them.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from mini_agent.core.contracts import (
+    MAX_STEPS,
+    Compaction,
+    ContextUse,
+    LLMConfig,
+    Message,
+    Observation,
+    Role,
+    SessionStatus,
+    StopReason,
+    TokenUsage,
+    ToolCall,
+    ToolSpec,
+)
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a careful assistant working in the user's code workspace. Use the tools when they give you "
+    "facts you do not have; do not guess file contents or numbers. When you know the answer, give it "
+    "plainly and briefly."
+)
+
+
+class StoreUnavailable(Exception):
+    """What a session store raises when it cannot write or read (disk full, locked, corrupt): the
+    runtime keeps the newest state in memory and says so, rather than losing the step."""
+
+
+class Decision(StrEnum):
+    """A person's answer to a permission request (the Agent Client Protocol's option kinds)."""
+
+    ALLOW_ONCE = "allow_once"
+    ALLOW_ALWAYS = "allow_always"
+    REJECT_ONCE = "reject_once"
+    REJECT_ALWAYS = "reject_always"
+
+    @property
+    def allows(self) -> bool:
+        return self in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS)
+
+    @property
+    def standing(self) -> bool:
+        return self in (Decision.ALLOW_ALWAYS, Decision.REJECT_ALWAYS)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    max_steps: int = MAX_STEPS
+    loop_threshold: int = 3
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+
+    def with_overrides(
+        self, *, llm: LLMConfig | None = None, max_steps: int | None = None, system_prompt: str | None = None
+    ) -> AgentConfig:
+        return replace(
+            self,
+            llm=llm or self.llm,
+            max_steps=self.max_steps if max_steps is None else max_steps,
+            system_prompt=self.system_prompt if system_prompt is None else system_prompt,
+        )
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One model call and the tool calls it asked for."""
+
+    index: int
+    thought: str = ""
+    completion: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    started: set[str] = field(default_factory=set)  # ids of calls whose tool began to run
+    final_answer: str | None = None
+    stop_reason: StopReason | None = None
+    error: str | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    elapsed_ms: float = 0.0
+    tool_mode: str = ""
+    # The model's own id of each call the daemon keys by another (an id empty, repeated, or used before):
+    # decisions and the wire go by `ToolCall.id`, the history sent back to the model by the model's id.
+    model_ids: dict[str, str] = field(default_factory=dict)
+    context: ContextUse | None = None  # the request's share of the window
+    compaction: Compaction | None = None  # set on the step whose request compacted older turns
+
+
+@dataclass(slots=True)
+class PendingApproval:
+    """A tool call held back until a person decides on it."""
+
+    call: ToolCall
+    step_index: int
+    decision: Decision | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class AgentSession:
+    session_id: str
+    task: str
+    config: AgentConfig
+    tools: list[ToolSpec]
+    messages: list[Message] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    status: SessionStatus = SessionStatus.READY
+    stop_reason: StopReason | None = None
+    final_answer: str | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    standing_decisions: dict[str, Decision] = field(default_factory=dict)
+    pending: list[PendingApproval] = field(default_factory=list)
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+
+    @property
+    def finished(self) -> bool:
+        return self.status is SessionStatus.FINISHED
+
+    def finish(self, reason: StopReason, answer: str | None = None) -> None:
+        self.status = SessionStatus.FINISHED
+        self.stop_reason = reason
+        if answer is not None:
+            self.final_answer = answer
+        self.touch()
+
+    def touch(self) -> None:
+        self.updated_at = time.time()
+
+    @property
+    def turn_start(self) -> int:
+        """Index of the first step of the current user turn: the step budget is per turn, so a
+        follow-up prompt gets a fresh one. Each step holds exactly one assistant message."""
+        last_user = max((n for n, m in enumerate(self.messages) if m.role is Role.USER), default=0)
+        return sum(1 for m in self.messages[:last_user] if m.role is Role.ASSISTANT)
+
+
+def new_session_id() -> str:
+    return f"sess_{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,365 @@
+"""The stepper: one step of a session — a model turn, the approvals it needs, its tool calls, and the
+step's conclusion — with a checkpoint committed before any tool runs, one after each result while other
+calls still run, and one committed at the step's end (which also holds its last result).
+
+Every change the world should hear of is emitted as a typed event (`events.py`); the stepper spells no
+wire format and does no I/O of its own beyond its ports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from mini_agent.core.approvals import Approvals, pending_for
+from mini_agent.core.budget import spent_on_context, too_long, window_use
+from mini_agent.core.checkpoints import Checkpoints
+from mini_agent.core.context import ContextKeeper
+from mini_agent.core.contracts import (
+    LLMError,
+    Message,
+    Observation,
+    Role,
+    SessionStatus,
+    StopReason,
+    ToolCall,
+    reply_format,
+)
+from mini_agent.core.events import (
+    AgentEvent,
+    AnswerChunk,
+    EventSink,
+    StatusChanged,
+    ThoughtChunk,
+    ToolCallFinished,
+    ToolCallPending,
+    ToolCallStarted,
+    UsageReported,
+)
+from mini_agent.core.flight import Flight, StepCancelled
+from mini_agent.core.loops import streaks
+from mini_agent.core.ports import LLMClient, ToolExecutor, WindowProbe
+from mini_agent.core.session import AgentSession, StepRecord
+from mini_agent.core.trajectory import answered
+
+LOOP_NOTE = (
+    "You have called {name} with exactly these arguments {count} times in a row and it was not run again: "
+    "the result would not change. Use what you already have, try different arguments or another tool, "
+    "or {finish}."
+)
+LOOP_STOPPED = "Not run: the session stopped on a repeated tool call."
+INTERRUPTED = (
+    "Interrupted: the agent daemon stopped while this tool was running, so its outcome is unknown. "
+    "Check the current state before relying on or repeating its effect."
+)
+CANCELLED_NOTE = "Cancelled by the user before the tool finished."
+DECLINED = "The user declined to run this tool call."
+NO_ACTION = "The reply had neither a tool call nor an answer."
+NOT_SAVED_BEFORE_TOOLS = "the session could not be saved, so no tool was run (step again to retry): {error}"
+NOT_SAVED_AFTER = (
+    "this step's results could not be saved: {error}; they are kept in this daemon's memory and written "
+    "by the next checkpoint that succeeds (step again once the store is usable)"
+)
+
+
+class _NotSaved(Exception):
+    """Raised inside a step when the checkpoint that must precede running its tools failed."""
+
+
+class Stepper:
+    def __init__(
+        self,
+        llm: LLMClient,
+        tools: ToolExecutor,
+        checkpoints: Checkpoints,
+        approvals: Approvals,
+        *,
+        api_key: Callable[[AgentSession], str | None],
+        emit: EventSink | None,
+        probe: WindowProbe | None = None,
+    ) -> None:
+        self._llm = llm
+        self._context = ContextKeeper(llm, probe, self._emit)
+        self._tools = tools
+        self._checkpoints = checkpoints
+        self._approvals = approvals
+        self._api_key = api_key
+        self._sink = emit
+
+    async def step(self, session: AgentSession, flight: Flight, wait_for_approval: bool) -> StepRecord:
+        started = time.perf_counter()
+        try:
+            self._set_status(session, SessionStatus.RUNNING)
+            record = await self._advance(session, flight, wait_for_approval)
+        except StepCancelled:
+            record = _cancelled(session)
+        except LLMError as exc:
+            record = StepRecord(index=len(session.steps), stop_reason=StopReason.ERROR, error=str(exc))
+        except _NotSaved as exc:
+            error = NOT_SAVED_BEFORE_TOOLS.format(error=exc)
+            record = StepRecord(index=len(session.steps) - 1, stop_reason=StopReason.ERROR, error=error)
+        record.elapsed_ms += (time.perf_counter() - started) * 1000.0
+        return await self._conclude(session, record)
+
+    async def _advance(self, session: AgentSession, flight: Flight, wait: bool) -> StepRecord:
+        last = session.steps[-1] if session.steps else None
+        if last is not None and unfinished(last):
+            record = last
+        else:
+            if len(session.steps) - session.turn_start >= session.config.max_steps:
+                session.finish(StopReason.MAX_TURN_REQUESTS)
+                return StepRecord(index=len(session.steps), stop_reason=StopReason.MAX_TURN_REQUESTS)
+            record = await self._model_turn(session, flight)
+            if record.stop_reason is not None or not record.tool_calls:
+                return record
+        await self._resolve_calls(session, record, flight, wait)
+        return record
+
+    async def _model_turn(self, session: AgentSession, flight: Flight) -> StepRecord:
+        sid, index = session.session_id, len(session.steps)
+
+        def on_text(delta: str) -> None:
+            self._emit(ThoughtChunk(sid, index, delta))
+
+        def on_retry(message: str) -> None:
+            self._emit(StatusChanged(sid, index, session.status, message=message))
+
+        llm_config = replace(session.config.llm, api_key=self._api_key(session))
+        for force in (False, True):  # a refusal for length gets one compaction and one retry
+            request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
+            reply = self._llm.generate(
+                request.messages, request.tools, request.config, on_text, on_retry=on_retry
+            )
+            try:
+                response = await flight.race(reply)
+                break
+            except LLMError as exc:
+                if not exc.context_overflow:
+                    raise
+                self._context.learn(llm_config, exc)
+        else:
+            why = too_long(request.window, request.use.tokens)
+            return StepRecord(index, stop_reason=StopReason.MAX_TOKENS, error=why)
+        calls, model_ids = _keyed(session, index, response.tool_calls)
+        record = StepRecord(
+            index=index,
+            thought=response.thought,
+            completion=response.content,
+            tool_calls=calls,
+            final_answer=response.final_answer,
+            usage=response.usage,
+            tool_mode=response.tool_mode,
+            model_ids=model_ids,
+            context=request.use,
+            compaction=request.compaction,
+        )
+        session.steps.append(record)
+        session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
+        session.usage = session.usage + response.usage + spent_on_context(record)
+        self._emit(UsageReported(sid, index, record.usage, session.usage, *window_use(record)))
+        if answered(record):
+            self._emit(AnswerChunk(sid, index, record.final_answer or ""))
+            record.stop_reason = StopReason.END_TURN
+            session.finish(StopReason.END_TURN, record.final_answer)
+        elif response.format_error is not None or not response.tool_calls:
+            error = response.format_error or NO_ACTION
+            observation = Observation(f"format-{index}", "", error, is_error=True)
+            record.observations.append(observation)
+            session.messages.append(Message(Role.TOOL, error))
+        else:
+            for call in record.tool_calls:
+                self._emit(ToolCallPending(sid, index, call))
+            self._check_loops(session, record)
+        # no checkpoint here: the next one (before any tool runs, or the step's end) follows without an await
+        return record
+
+    def _check_loops(self, session: AgentSession, record: StepRecord) -> None:
+        """The same call N times in a row gets one note instead of a run; once more ends the session."""
+        earlier = [call for step in session.steps[:-1] for call in step.tool_calls]
+        threshold = session.config.loop_threshold
+        for call, streak in zip(record.tool_calls, streaks(earlier, record.tool_calls), strict=True):
+            if streak > threshold:
+                record.stop_reason = StopReason.LOOP_DETECTED
+            if streak >= threshold:
+                finish = reply_format(record.tool_mode).finish
+                text = LOOP_NOTE.format(name=call.name, count=streak, finish=finish)
+                self._observe(session, record, note(call, text))
+
+    async def _resolve_calls(
+        self, session: AgentSession, record: StepRecord, flight: Flight, wait: bool
+    ) -> None:
+        if record.stop_reason is StopReason.LOOP_DETECTED:
+            self._fill_missing(session, record, LOOP_STOPPED)
+            return
+        for call in open_calls(record):
+            if call.id in record.started:
+                spec = self._tools.get(call.name)
+                if spec is None or not spec.idempotent:
+                    self._observe(session, record, note(call, INTERRUPTED))
+        calls = open_calls(record)
+        if not await self._decisions(session, record, calls, flight, wait):
+            return
+        runnable: list[ToolCall] = []
+        for call in calls:
+            pending = pending_for(session, call.id)
+            if pending is not None and pending.decision is not None and not pending.decision.allows:
+                text = DECLINED + (f" Reason: {pending.reason}" if pending.reason else "")
+                self._observe(session, record, note(call, text))
+            else:
+                runnable.append(call)
+        session.pending = [p for p in session.pending if p.step_index != record.index]
+        await self._execute_all(session, record, runnable, flight)
+
+    async def _decisions(
+        self, session: AgentSession, record: StepRecord, calls: list[ToolCall], flight: Flight, wait: bool
+    ) -> bool:
+        """Collect decisions for calls that need one; False while any is still open and we may not wait."""
+        if self._approvals.open(session, record.index, calls):
+            return True
+        self._set_status(session, SessionStatus.AWAITING_APPROVAL)
+        self._checkpoints.now(session)
+        if not wait:
+            return False
+        await self._approvals.wait(session, flight)
+        self._set_status(session, SessionStatus.RUNNING)
+        return True
+
+    async def _execute_all(
+        self, session: AgentSession, record: StepRecord, calls: list[ToolCall], flight: Flight
+    ) -> None:
+        if not calls:
+            return
+        ids = {call.id for call in calls}
+        record.started.update(ids)
+        failure = await self._checkpoints.commit(session)
+        if failure is not None:  # unrecorded, a crash would make a run of them look like none
+            record.started.difference_update(ids)
+            raise _NotSaved(str(failure))
+
+        async def one(call: ToolCall) -> None:
+            self._emit(ToolCallStarted(session.session_id, record.index, call.id))
+            if self._context.serves(session, call):
+                observation = self._context.read(session, record, call)
+            else:
+                observation = await self._tools.execute(call, session_id=session.session_id)
+            self._observe(session, record, self._context.fit(session, record, observation))
+
+        try:
+            await flight.race(one(calls[0]) if len(calls) == 1 else asyncio.gather(*map(one, calls)))
+        except StepCancelled:
+            self._fill_missing(session, record, CANCELLED_NOTE)
+            raise
+
+    def abandon_open_calls(self, session: AgentSession) -> None:
+        """A new user turn leaves the last one's unrun calls behind (e.g. cancelled while awaiting
+        approval): each gets the cancelled note, so nobody is asked about them again."""
+        if session.steps:
+            self._fill_missing(session, session.steps[-1], CANCELLED_NOTE)
+        session.pending = []
+
+    def _observe(self, session: AgentSession, record: StepRecord, observation: Observation) -> None:
+        record.observations.append(observation)
+        self._emit(ToolCallFinished(session.session_id, record.index, observation))
+        if not open_calls(record):
+            order = [call.id for call in record.tool_calls]
+            record.observations.sort(key=lambda obs: order.index(obs.call_id))
+            session.messages += [
+                Message(
+                    Role.TOOL,
+                    obs.output if obs.shown is None else obs.shown,
+                    tool_call_id=record.model_ids.get(obs.call_id, obs.call_id),
+                    name=obs.tool_name,
+                )
+                for obs in record.observations
+            ]
+        else:
+            self._checkpoints.soon(session)  # the last result is saved by the step's end, which follows
+
+    def _fill_missing(self, session: AgentSession, record: StepRecord, text: str) -> None:
+        for call in open_calls(record):
+            self._observe(session, record, note(call, text))
+
+    async def _conclude(self, session: AgentSession, record: StepRecord) -> StepRecord:
+        """End the step: its stop reason, the status, the last checkpoint; returns the step as
+        reported (a checkpoint that failed makes it an error, without changing the stored record)."""
+        if record.stop_reason is StopReason.LOOP_DETECTED and not session.finished:
+            session.finish(StopReason.LOOP_DETECTED)
+        if (
+            not session.finished
+            and record.stop_reason is None
+            and len(session.steps) - session.turn_start >= session.config.max_steps
+        ):
+            record.stop_reason = StopReason.MAX_TURN_REQUESTS
+            session.finish(StopReason.MAX_TURN_REQUESTS)
+        if session.status is SessionStatus.RUNNING:
+            session.status = SessionStatus.READY
+        if record.stop_reason is StopReason.CANCELLED and session.status is SessionStatus.AWAITING_APPROVAL:
+            session.status = SessionStatus.READY
+        session.touch()
+        failure = await self._checkpoints.commit(session)
+        if failure is not None and record.error is None:
+            error = NOT_SAVED_AFTER.format(error=failure)
+            record = replace(record, stop_reason=StopReason.ERROR, error=error)
+        self._emit(
+            StatusChanged(session.session_id, record.index, session.status, record.stop_reason, record.error)
+        )
+        return record
+
+    def _set_status(self, session: AgentSession, status: SessionStatus) -> None:
+        if session.status is status:
+            return
+        session.status = status
+        self._emit(StatusChanged(session.session_id, len(session.steps), status))
+
+    def _emit(self, event: AgentEvent) -> None:
+        if self._sink is not None:
+            self._sink(event)
+
+
+def _keyed(
+    session: AgentSession, index: int, calls: Sequence[ToolCall]
+) -> tuple[list[ToolCall], dict[str, str]]:
+    """The calls keyed by ids unique in the session, whatever the model sent: an id that is empty,
+    repeated in the reply or used earlier gets one derived from the step and position (so a replay
+    derives the same), and the model's own id is kept in the returned map for its history."""
+    used = {call.id for step in session.steps for call in step.tool_calls}
+    keyed: list[ToolCall] = []
+    model_ids: dict[str, str] = {}
+    for position, call in enumerate(calls):
+        key = call.id
+        if not key or key in used:
+            key = base = f"{call.id or 'call'}~{index}.{position}"
+            suffix = 1
+            while key in used:
+                key, suffix = f"{base}.{suffix}", suffix + 1
+            model_ids[key] = call.id
+            call = replace(call, id=key)
+        used.add(key)
+        keyed.append(call)
+    return keyed, model_ids
+
+
+def _cancelled(session: AgentSession) -> StepRecord:
+    last = session.steps[-1] if session.steps else None
+    if last is not None and last.stop_reason is None and not unfinished(last):
+        last.stop_reason = StopReason.CANCELLED
+        return last
+    return StepRecord(index=len(session.steps), stop_reason=StopReason.CANCELLED)
+
+
+def note(call: ToolCall, text: str) -> Observation:
+    return Observation(call.id, call.name, text, is_error=True)
+
+
+def observation_for(record: StepRecord, call_id: str) -> Observation | None:
+    return next((obs for obs in record.observations if obs.call_id == call_id), None)
+
+
+def open_calls(record: StepRecord) -> list[ToolCall]:
+    return [call for call in record.tool_calls if observation_for(record, call.id) is None]
+
+
+def unfinished(record: StepRecord) -> bool:
+    return bool(open_calls(record))

@@ -1,0 +1,94 @@
+"""Request parameters of the `agent/*` methods, validated strictly (`core.strict`).
+
+Every refusal names the field, so the daemon can answer -32602 with a message a client author can act on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from mini_agent.app.options import LLMParams
+from mini_agent.app.workspace import ToolRegistration
+from mini_agent.core import contracts
+from mini_agent.core.session import Decision
+from mini_agent.core.strict import Params
+from mini_agent.tools.mcp.config import McpServer
+
+
+class RegisterToolParams(Params):
+    path: str | None = Field(default=None, min_length=1)
+    function: str | None = Field(default=None, min_length=1)
+    name: str | None = Field(default=None, min_length=1)  # the registry's rule is the one that decides
+    description: str | None = None
+    requires_approval: bool = False
+    idempotent: bool = False
+    timeout_sec: float | None = None
+    client: bool = False
+    input_schema: dict[str, Any] | None = None
+
+    @field_validator("timeout_sec")
+    @classmethod
+    def _one_rule(cls, value: float | None) -> float | None:
+        """The tool-options type's own check, so every door refuses a bad timeout alike."""
+        contracts.ToolOptions(timeout_sec=value)
+        return value
+
+    def options(self) -> contracts.ToolOptions:
+        return contracts.ToolOptions(
+            self.name, self.description, self.requires_approval, self.idempotent, self.timeout_sec
+        )
+
+    def registration(self) -> ToolRegistration:
+        return ToolRegistration(self.path, self.function, self.options(), self.client, self.input_schema)
+
+
+class NameParams(Params):
+    name: str = Field(min_length=1)
+
+
+class StartSessionParams(Params):
+    task: str = Field(min_length=1)
+    system_prompt: str | None = None
+    tools: list[str] | None = None
+    llm: LLMParams | None = None
+    max_steps: int | None = Field(default=None, ge=1, le=1000)
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+
+
+class SessionParams(Params):
+    session_id: str = Field(min_length=1)
+
+
+class PromptParams(SessionParams):
+    text: str = Field(min_length=1)
+
+
+class ObservationParams(SessionParams):
+    tool_call_id: str = Field(min_length=1)
+
+
+class ResumeParams(SessionParams):
+    llm: LLMParams | None = None  # e.g. the model server moved since the session started
+
+
+class RunParams(SessionParams):
+    max_steps: int | None = Field(default=None, ge=1, le=1000)
+    work_done_token: int | str | None = None
+
+
+class StepParams(SessionParams):
+    work_done_token: int | str | None = None
+
+
+class ApproveParams(SessionParams):
+    tool_call_id: str = Field(min_length=1)
+    decision: Decision = Field(strict=False)  # strict mode would want an enum instance, not its value
+    reason: str | None = None
+
+
+class ListSessionsParams(Params):
+    status: Literal["ready", "running", "awaiting_approval", "finished"] | None = None
+    limit: int = Field(default=50, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)

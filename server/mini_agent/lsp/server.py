@@ -1,0 +1,490 @@
+"""The JSON-RPC face of the daemon: agent/* methods and notifications over pygls.
+
+Each handler parses its params, calls the domain (`Workspace`, `AgentRuntime`, `ToolRegistry`) and maps
+the result or the error; no agent logic lives here. Domain modules are imported when the first
+agent request arrives, not while `initialize` is answered. Every use of a pygls private member is
+in `pygls_compat`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
+
+from lsprotocol import types
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+    JsonRpcServerNotInitialized,
+)
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
+from pygls.uris import to_fs_path
+
+from mini_agent import __version__
+from mini_agent.lsp import pygls_compat
+from mini_agent.lsp.capabilities import SERVER_NAME
+from mini_agent.lsp.progress import cancellable, progress, server_token
+from mini_agent.plumbing import jsoncodec
+from mini_agent.plumbing.pipes import SafeWriter
+
+if TYPE_CHECKING:
+    from cattrs import Converter
+
+    from mini_agent.app.workspace import Workspace
+    from mini_agent.lsp.params import (
+        ApproveParams,
+        ListSessionsParams,
+        NameParams,
+        ObservationParams,
+        PromptParams,
+        RegisterToolParams,
+        ResumeParams,
+        RunParams,
+        SessionParams,
+        StartSessionParams,
+        StepParams,
+    )
+    from mini_agent.lsp.readahead import InBuffer
+
+log = logging.getLogger("mini_agent")
+T = TypeVar("T")
+
+
+
+class _Rejected:
+    """A request whose envelope could not be read; answered with an error instead of dropped."""
+
+    def __init__(self, msg_id: Any, error: JsonRpcException) -> None:
+        self.id = msg_id
+        self.error = error
+
+
+class AgentProtocol(pygls_compat.CompatProtocol):
+    """LSP lifecycle from pygls, plus answers for the messages pygls would drop silently."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "id" in data and "method" in data:
+                return _Rejected(data["id"], exc)
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Rejected):
+            self.answer_error(message.id, message.error)
+            return
+        if not hasattr(message, "jsonrpc"):
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            self.answer_error(msg_id, JsonRpcInvalidRequest("Invalid Request: not a JSON-RPC 2.0 message"))
+            return
+        method = getattr(message, "method", None)
+        is_request = isinstance(message, JsonRPCRequestMessage) or (
+            method is not None and getattr(message, "id", None) is not None
+        )
+        if is_request and not pygls_compat.initialized(self) and method != types.INITIALIZE:
+            self.answer_error(message.id, JsonRpcServerNotInitialized(f"{method} before initialize"))
+            return
+        super().handle_message(message)
+
+    def answer_error(self, msg_id: Any, error: JsonRpcException) -> None:
+        """Answer with an error; `msg_id` may be None (JSON-RPC's id null, for unreadable messages)."""
+        if msg_id is None:  # pygls' converter would drop the null id the spec requires
+            pygls_compat.send_raw(
+                self, {"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}}
+            )
+        else:
+            pygls_compat.send_error(self, msg_id, error)
+
+    def notify_json(self, method: str, params: dict[str, Any]) -> None:
+        """A notification whose params are already plain JSON, framed here without pygls' attrs/cattrs
+        round trip and per-message logging, and written with `linger` (the ordering contract is in
+        `plumbing.pipes`). Anything that is not plain JSON after all goes pygls' way."""
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        try:
+            body = jsoncodec.dumps(message)
+        except (TypeError, ValueError):
+            body = b""
+        if not body or not isinstance(self.writer, SafeWriter):  # pygls reports a missing writer
+            pygls_compat.send_raw(self, message)
+            return
+        if pygls_compat.frames_with_headers(self):
+            body = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        self.writer.write(body, linger=True)
+
+
+def _dict_params_converter() -> Converter:
+    """Custom methods get plain dicts (pygls' default would turn them into namedtuples)."""
+    converter: Converter = default_converter()  # type: ignore[no-untyped-call]
+    converter.register_structure_hook(JsonRPCRequestMessage, lambda obj, cls: cls(**obj))
+    converter.register_structure_hook(JsonRPCNotification, lambda obj, cls: cls(**obj))
+    return converter
+
+
+class AgentServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            SERVER_NAME, __version__, protocol_cls=AgentProtocol, converter_factory=_dict_params_converter
+        )
+        self._daemon: Workspace | None = None
+        self.init_options: Any = None
+        self._init_error: str | None = None
+        self.restoring: asyncio.Future[None] | None = None
+        self.shutting_down = False
+        self._closing: asyncio.Future[None] | None = None
+
+    def close_daemon(self) -> asyncio.Future[None]:
+        """Stop tool hosts, close the HTTP session and the store, once: `shutdown` and the end of
+        input (an editor that exits without waiting for the answer) share the same closing."""
+        self.shutting_down = True
+        if self._closing is None:
+            daemon = self._daemon
+            self._closing = asyncio.ensure_future(daemon.aclose() if daemon is not None else asyncio.sleep(0))
+        return self._closing
+
+    @property
+    def daemon(self) -> Workspace:
+        if self._init_error is not None:
+            raise JsonRpcInvalidParams(self._init_error)
+        if self._daemon is None:
+            self._daemon = self._build_daemon()
+        return self._daemon
+
+    def _build_daemon(self) -> Workspace:
+        """initializationOptions over the workspace file over the environment (`workspace_config`)."""
+        import os
+
+        from mini_agent.app.config import resolve
+        from mini_agent.app.workspace import Workspace
+        from mini_agent.core.errors import AgentError
+
+        root = _workspace_root(self)
+        try:
+            options, config = resolve(root, self.init_options, os.environ)
+        except AgentError as exc:
+            self._init_error = str(exc)
+            raise JsonRpcInvalidParams(self._init_error) from None
+        from mini_agent.lsp.client import LspClient
+
+        assert isinstance(self.protocol, AgentProtocol)
+        client = LspClient(self.protocol.notify_json, self._client_request)
+        return Workspace(root, options, client, config=config)
+
+    async def _client_request(self, method: str, params: dict[str, Any]) -> Any:
+        from mini_agent.lsp.wire import plain
+
+        return plain(await self.protocol.send_request_async(method, params))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A frame that is not JSON gets the JSON-RPC parse error (id null); the connection lives on."""
+        if isinstance(error, ValueError) and not isinstance(error, JsonRpcException):
+            assert isinstance(self.protocol, AgentProtocol)
+            self.protocol.answer_error(None, JsonRpcParseError(f"Parse error: {error}"))
+            return
+        log.error("server error: %s", error)
+
+
+server = AgentServer()
+
+
+def _workspace_root(ls: AgentServer) -> Path:
+    workspace = ls.workspace
+    if workspace.root_path:
+        return Path(workspace.root_path).resolve()
+    for folder in workspace.folders.values():
+        path = to_fs_path(folder.uri)
+        if path:
+            return Path(path).resolve()
+    return Path.cwd().resolve()
+
+
+# -- lifecycle ---------------------------------------------------------------------------------
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: AgentServer, params: types.InitializeParams) -> None:
+    options = params.initialization_options
+    if options is not None and not isinstance(options, dict):
+        raise JsonRpcInvalidParams("initializationOptions must be an object")
+    ls.init_options = options
+
+
+@server.feature(types.INITIALIZED)
+def on_initialized(ls: AgentServer, params: types.InitializedParams) -> None:
+    """Build the daemon now that initialize is answered, so bad options are reported early, and
+    restore the workspace's tool registrations."""
+    try:
+        daemon = ls.daemon
+    except JsonRpcException as exc:
+        _show_error(ls, exc.message)
+        return
+    from mini_agent.plumbing.eventloop import settle_heap
+
+    settle_heap()  # the daemon's modules and its setup
+    if daemon.store_error:
+        _show_error(ls, daemon.store_error)
+    ls.restoring = asyncio.ensure_future(_restore(ls, daemon))
+
+
+async def _restore(ls: AgentServer, daemon: Workspace) -> None:
+    for problem in await daemon.restore_tools():
+        _show_error(ls, f"could not restore a tool registration: {problem}")
+
+
+def _show_error(ls: AgentServer, message: str) -> None:
+    ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"mini-agent: {message}"))
+
+
+@server.feature(types.SHUTDOWN)
+async def on_shutdown(ls: AgentServer, params: Any) -> None:
+    await ls.close_daemon()
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+
+Handler = Callable[["Workspace", Any], Awaitable[Any]]
+
+
+def method(name: str, model: str) -> Callable[[Handler], Handler]:
+    """Register an agent/* handler: parse params into `params.<model>`, run it, map domain errors.
+
+    The model is named, not imported, so pydantic loads with the first agent request, not at start-up.
+    """
+
+    def register(handler: Handler) -> Handler:
+        @server.feature(name)
+        async def handle(ls: AgentServer, raw: Any) -> Any:
+            from mini_agent.core.errors import AgentError, error_data
+            from mini_agent.core.strict import parse
+            from mini_agent.lsp import params
+
+            if ls.restoring is not None:
+                await asyncio.shield(ls.restoring)
+            try:
+                return await handler(ls.daemon, parse(name, raw, getattr(params, model)))
+            except AgentError as exc:  # the one domain error type: its code, message, reason, details
+                raise JsonRpcException(code=exc.code, message=str(exc), data=error_data(exc)) from exc
+
+        return handler
+
+    return register
+
+
+def _stopping() -> bool:
+    """A shutdown is not a cancel: then a request is dropped and its session left as it is."""
+    return server.shutting_down
+
+
+@method("agent/registerTool", "RegisterToolParams")
+async def register_tool(daemon: Workspace, p: RegisterToolParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    specs = await daemon.register_tool(p.registration())
+    return {"tools": [wire.tool_spec(spec) for spec in specs]}
+
+
+@method("agent/unregisterTool", "NameParams")
+async def unregister_tool(daemon: Workspace, p: NameParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    return {"tools": [wire.tool_entry(daemon.unregister(p.name))]}
+
+
+@method("agent/listTools", "Params")
+async def list_tools(daemon: Workspace, p: object) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    return {"tools": wire.tool_list(daemon.tool_list())}
+
+
+@method("agent/trustWorkspace", "Params")
+async def trust_workspace(daemon: Workspace, p: object) -> dict[str, Any]:
+    for problem in await daemon.trust():
+        _show_error(server, f"could not restore a tool registration: {problem}")
+    from mini_agent.lsp import wire
+
+    return {"tools": wire.tool_list(daemon.tool_list())}
+
+
+@method("agent/startSession", "StartSessionParams")
+async def start_session(daemon: Workspace, p: StartSessionParams) -> dict[str, Any]:
+    session = await daemon.start_session(
+        p.task,
+        system_prompt=p.system_prompt,
+        tools=p.tools,
+        llm=p.llm,
+        max_steps=p.max_steps,
+        mcp_servers=p.mcp_servers,
+    )
+    return {"sessionId": session.session_id, "status": session.status.value}
+
+
+@method("agent/prompt", "PromptParams")
+async def prompt(daemon: Workspace, p: PromptParams) -> dict[str, Any]:
+    """A follow-up user turn; agent/step or agent/run then go on from it."""
+    session = await daemon.prompt(p.session_id, p.text)
+    return {"sessionId": session.session_id, "status": session.status.value}
+
+
+@method("agent/step", "StepParams")
+async def step(daemon: Workspace, p: StepParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    runtime = daemon.runtime
+    session = runtime.get(p.session_id)
+    title = f"mini-agent step {len(session.steps) + 1}"
+    async with progress(server, daemon, p.session_id, p.work_done_token, title):
+        work = runtime.step(p.session_id)
+        record = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
+    return wire.step_result(runtime.get(p.session_id), record)
+
+
+@method("agent/run", "RunParams")
+async def run(daemon: Workspace, p: RunParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    runtime = daemon.runtime
+    token = p.work_done_token if p.work_done_token is not None else await server_token(server)
+    title = f"mini-agent: {runtime.get(p.session_id).task[:60]}"
+    async with progress(server, daemon, p.session_id, token, title):
+        work = runtime.run(p.session_id, max_steps=p.max_steps)
+        summary = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
+    session = summary.session
+    return {
+        "sessionId": session.session_id,
+        "status": session.status.value,
+        "stopReason": summary.stop_reason.value if summary.stop_reason else None,
+        "finalAnswer": session.final_answer,
+        "steps": len(session.steps),
+        "stepsRun": summary.steps_run,
+        "error": summary.last.error,
+        "usage": wire.usage(session.usage),
+    }
+
+
+@method("agent/cancel", "SessionParams")
+async def cancel(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
+    daemon.runtime.get(p.session_id)
+    return {"sessionId": p.session_id, "cancelled": daemon.runtime.cancel(p.session_id)}
+
+
+@method("agent/approve", "ApproveParams")
+async def approve(daemon: Workspace, p: ApproveParams) -> dict[str, Any]:
+    daemon.runtime.approve(p.session_id, p.tool_call_id, p.decision, p.reason)
+    session = daemon.runtime.get(p.session_id)
+    return {"sessionId": p.session_id, "toolCallId": p.tool_call_id, "status": session.status.value}
+
+
+@method("agent/getSession", "SessionParams")
+async def get_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    return wire.session_full(daemon.runtime.get(p.session_id))
+
+
+@method("agent/getObservation", "ObservationParams")
+async def get_observation(daemon: Workspace, p: ObservationParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    found = daemon.observation(p.session_id, p.tool_call_id)
+    return {"sessionId": p.session_id, **wire.observation(found), "output": found.output}
+
+
+@method("agent/listSessions", "ListSessionsParams")
+async def list_sessions(daemon: Workspace, p: ListSessionsParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    rows, total = daemon.list_sessions(p.status, p.limit, p.offset)
+    return {"sessions": [wire.session_row(row) for row in rows], "total": total}
+
+
+@method("agent/resumeSession", "ResumeParams")
+async def resume_session(daemon: Workspace, p: ResumeParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    session = daemon.runtime.get(p.session_id)
+    llm = p.llm.apply(session.config.llm) if p.llm is not None else None
+    return wire.session_full(daemon.runtime.resume(p.session_id, llm=llm))
+
+
+@method("agent/loadSession", "SessionParams")
+async def load_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    sent = daemon.load_session(p.session_id)
+    return {**wire.session_summary(daemon.runtime.get(p.session_id)), "updatesSent": sent}
+
+
+@method("agent/deleteSession", "SessionParams")
+async def delete_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
+    return {"sessionId": p.session_id, "deleted": daemon.delete_session(p.session_id)}
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+async def did_save(ls: AgentServer, params: types.DidSaveTextDocumentParams) -> None:
+    await _reload(ls, params.text_document.uri)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+async def did_change_watched(ls: AgentServer, params: types.DidChangeWatchedFilesParams) -> None:
+    for change in params.changes:
+        await _reload(ls, change.uri)
+
+
+async def _reload(ls: AgentServer, uri: str) -> None:
+    path = to_fs_path(uri)
+    if path is None or ls._daemon is None:
+        return
+    try:
+        await ls.daemon.reload(path)
+    except Exception as exc:  # a broken save must not take the daemon down
+        log.warning("reloading %s failed: %s", path, exc)
+        ls.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"reload {path}: {exc}"))
+
+
+def serve(
+    stdin: int,
+    read_ahead: InBuffer,
+    stdout: BinaryIO,
+    *,
+    ndjson: bool,
+    answered: dict[str, Any] | None = None,
+) -> None:
+    """pygls' `start_io`, with our reader (bounded frames, errors answered) and a quiet end of input.
+    `read_ahead` holds what boot.py read of stdin (the fd) already, its first message included;
+    `answered` is the response boot.py sent to an initialize there: pygls' own answer to it is checked
+    against it and not sent (`pygls_compat.CompatProtocol`)."""
+    from mini_agent.lsp import framing
+    from mini_agent.plumbing import eventloop
+    from mini_agent.plumbing.redact import install
+
+    install(logging.getLogger())
+    # pygls logs a traceback for every deliberate error answer; keep that for debugging only
+    logging.getLogger("pygls").setLevel(
+        logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.CRITICAL
+    )
+
+    stop = threading.Event()
+    pygls_compat.install_stop_event(server, stop)  # shutdown() sets it, as with start_io
+    writer = SafeWriter(stdout, newline=ndjson)
+    server.protocol.set_writer(writer, include_headers=not ndjson)
+    source = framing.Source(stdin, read_ahead, server.thread_pool)
+    read = framing.read_lines if ndjson else framing.read_frames
+    assert isinstance(server.protocol, AgentProtocol)
+    server.protocol.answered_early = answered
+    try:
+        protocol, report = server.protocol, server.report_server_error
+        eventloop.run(framing.serve(stop, read, source, protocol, report, server.close_daemon))
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        writer.flush()  # what the last turn of the loop wrote
+        server.shutdown()  # type: ignore[no-untyped-call]

@@ -1,0 +1,468 @@
+"""Durable sessions in one SQLite file per workspace (standard library sqlite3, WAL).
+
+The runtime checkpoints a session several times per step (before its tools run, after a result, at
+the step's end), so `save` writes only what changed since the last save: new messages are appended,
+the newest step is upserted, the session header is updated — O(change) not O(history). That relies
+on the runtime's append-only discipline: messages are only ever appended, and only the newest step
+is still being filled in. One `save` takes any number of sessions in one transaction: a daemon
+stepping many sessions commits the checkpoints that fall in one turn of its event loop together
+(group commit; see core/checkpoints.py). The log is copied into the database file by a thread of its
+own (wal.py), not inside a commit the event loop waits for; the file's modes and the advice on its
+errors are files.py's.
+
+A lease row per session keeps two daemons on one workspace from stepping the same session at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import sys
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mini_agent.core.contracts import Message, Role, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
+from mini_agent.core.errors import STORE_FAILED, AgentError
+from mini_agent.core.session import (
+    AgentConfig,
+    AgentSession,
+    Decision,
+    PendingApproval,
+    StepRecord,
+    StoreUnavailable,
+)
+from mini_agent.store.codec import dumps as _dumps
+from mini_agent.store.codec import from_sql as _str
+from mini_agent.store.codec import loads as _loads
+from mini_agent.store.codec import sql_text as _text
+from mini_agent.store.diff import Written as _Written
+from mini_agent.store.diff import continues as _continues
+from mini_agent.store.diff import digest as _digest
+from mini_agent.store.diff import header as _header
+from mini_agent.store.diff import step_rows as _step_rows
+from mini_agent.store.diff import unchanged as _unchanged
+from mini_agent.store.diff import update_header as _update_header
+from mini_agent.store.files import FIX_HINT, explain, private_file, private_folder, tighten
+from mini_agent.store.schema import HEADER, INSERT_MESSAGE, MIGRATIONS, SUMMARY, UPSERT_SESSION, UPSERT_STEP
+from mini_agent.store.wal import BACKSTOP_PAGES, WalCheckpointer
+
+STORE_DIR = ".mini-agent"
+STORE_FILE = "sessions.db"
+
+# Tells a lease left by an earlier process that had our pid (a restarted container) from our own.
+PROCESS_TOKEN = uuid.uuid4().hex
+
+
+class StoreError(AgentError, StoreUnavailable):
+    """The session store cannot be used; the message names the file and what to do about it."""
+
+    code = STORE_FAILED
+    reason = "store"
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message, path=str(path))
+        self.path = path
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A session as `list` shows it: the header without history."""
+
+    session_id: str
+    task: str
+    status: SessionStatus
+    stop_reason: StopReason | None
+    final_answer: str | None
+    step_count: int
+    usage: TokenUsage
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def of(cls, session: AgentSession) -> SessionRow:
+        """The row a session held in memory would have."""
+        return cls(
+            session.session_id,
+            session.task,
+            session.status,
+            session.stop_reason,
+            session.final_answer,
+            len(session.steps),
+            session.usage,
+            session.created_at,
+            session.updated_at,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    session_id: str
+    owner: str
+    pid: int
+    process: str
+    host: str
+    heartbeat: float
+
+
+SessionPage = tuple[list[SessionRow], int]
+Registrations = list[dict[str, Any]]
+
+
+def default_path(workspace: Path) -> Path:
+    return workspace / STORE_DIR / STORE_FILE
+
+
+class SqliteStore:
+    """One connection, used from one thread at a time (a lock guards it if that is ever not so)."""
+
+    def __init__(self, path: Path, *, busy_timeout: float = 5.0, lease_stale_after: float = 300.0) -> None:
+        self.path = Path(path)
+        self.busy_timeout = busy_timeout
+        self.lease_stale_after = lease_stale_after
+        self._lock = threading.RLock()
+        self._written: dict[str, _Written] = {}
+        self._host = socket.gethostname()
+        try:
+            private_folder(self.path.parent)
+        except OSError as exc:
+            message = f"cannot create the folder for {self.path} ({exc}); {FIX_HINT}"
+            raise StoreError(message, self.path) from exc
+        private_file(self.path)
+        with self._errors("opening the session store"):
+            self._conn = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        self._checkpoints = WalCheckpointer(self.path, busy_timeout)
+        weakref.finalize(self, self._checkpoints.stop)
+        try:
+            with self._errors("opening the session store"):
+                self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+                self._conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+            self._migrate()
+        except BaseException:
+            self._checkpoints.close()
+            self._conn.close()
+            raise
+        for suffix in ("-wal", "-shm"):  # SQLite gives them the database's mode; older ones may be wider
+            tighten(Path(f"{self.path}{suffix}"))
+
+    @classmethod
+    def for_workspace(cls, workspace: Path, **options: float) -> SqliteStore:
+        """The workspace's default store; its folder gets a .gitignore so sessions (and any API key in
+        their model settings) stay out of version control."""
+        path = default_path(workspace)
+        tighten(path.parent)  # ours alone, whatever an older version left
+        store = cls(path, **options)
+        ignore = path.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# mini-agent session store\n*\n", encoding="utf-8")
+        return store
+
+    def close(self) -> None:
+        self._checkpoints.close()
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"{action}: {explain(self.path, exc, self.busy_timeout)}", self.path) from exc
+
+    @contextmanager
+    def _transaction(self, action: str, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        """IMMEDIATE takes the write lock up front, so racing writers queue on the busy timeout
+        instead of failing when a read would have to turn into a write."""
+        with self._lock, self._errors(action):
+            self._conn.execute(f"BEGIN {mode}")
+            try:
+                yield self._conn
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            self._checkpoints.committed()
+
+    def _version(self) -> int:
+        with self._errors("reading the schema version"):
+            version: int = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        return version
+
+    def _migrate(self) -> None:
+        known = len(MIGRATIONS)
+        if self._version() == known:
+            return
+        with self._transaction("upgrading the session store") as conn:
+            found = self._version()
+            if found > known:
+                raise StoreError(
+                    f"{self.path} was written by a newer mini-agent (schema version {found}, this one reads "
+                    f"up to {known}); upgrade mini-agent or {FIX_HINT}",
+                    self.path,
+                )
+            for number in range(found, known):
+                for statement in MIGRATIONS[number]:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number + 1}")
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def save(self, *sessions: AgentSession) -> None:
+        """Write what changed in each session since this store last saved or loaded it (all of it the
+        first time), all in one transaction: every session is saved, or none is."""
+        with self._lock:
+            changes = [change for session in sessions if (change := self._change(session)) is not None]
+            if not changes:
+                return
+            what = f"session {sessions[0].session_id}" if len(sessions) == 1 else f"{len(sessions)} sessions"
+            with self._transaction(f"saving {what}") as conn:
+                for change in changes:
+                    change.write(conn)
+                version = _data_version(conn)
+            for change in changes:
+                self._remember(change.session, change.header, change.last_step, version)
+
+    def _change(self, session: AgentSession) -> _Change | None:
+        """What saving the session would write; None when the store already holds it all."""
+        mark = self._written.get(session.session_id)
+        if mark is not None and not _continues(session, mark):
+            mark = None  # a new setup, or history rewritten rather than appended to: store it whole
+        header = _header(session)
+        steps, last_step = _step_rows(session, mark)
+        if mark is not None and _unchanged(session, mark, header, steps):
+            return None
+        return _Change(session, mark, header, steps, last_step)
+
+    def _remember(
+        self, session: AgentSession, header: tuple[Any, ...], last_step: bytes, version: int
+    ) -> None:
+        self._written[session.session_id] = _Written(
+            len(session.messages), len(session.steps), last_step, header, session.config, list(session.tools),
+            version,
+        )
+
+    def is_current(self, session: AgentSession) -> bool:
+        """True when `load` would give back what `session` already holds: this store last saved or
+        loaded it, nobody has written to the file since, and it has not changed in memory. Costs
+        what a save that finds nothing to write costs, where `load` costs O(history)."""
+        with self._lock, self._errors(f"checking session {session.session_id}"):
+            mark = self._written.get(session.session_id)
+            if mark is None or mark.version != _data_version(self._conn) or not _continues(session, mark):
+                return False
+            return _unchanged(session, mark, _header(session), _step_rows(session, mark)[0])
+
+    def load(self, session_id: str) -> AgentSession | None:
+        with self._transaction(f"loading session {session_id}", "DEFERRED") as conn:
+            head = conn.execute(
+                f"SELECT {', '.join(HEADER)}, config, tools FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if head is None:
+                return None
+            messages = conn.execute(
+                "SELECT role, content, tool_calls, tool_call_id, name FROM messages WHERE session_id = ? "
+                "ORDER BY seq", (session_id,)
+            ).fetchall()
+            steps = [row[0] for row in conn.execute(
+                "SELECT record FROM steps WHERE session_id = ? ORDER BY idx", (session_id,)
+            )]
+            version = _data_version(conn)
+        try:
+            session = _session_from(session_id, head, messages, steps)
+        except (ValueError, TypeError, KeyError) as exc:
+            message = f"session {session_id} in {self.path} cannot be read ({exc!r}); delete it or {FIX_HINT}"
+            raise StoreError(message, self.path) from exc
+        self._remember(session, _header(session), _digest(steps[-1]) if steps else b"", version)
+        return session
+
+    def forget(self, session_id: str) -> None:
+        """Drop the session's mark (what was written): its next save writes it whole."""
+        with self._lock:
+            self._written.pop(session_id, None)
+
+    def delete(self, session_id: str) -> bool:
+        with self._transaction(f"deleting session {session_id}") as conn:
+            for table in ("messages", "steps", "leases"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            found = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+        self._written.pop(session_id, None)
+        return found
+
+    def list(self, status: str | None = None, limit: int = 50, offset: int = 0) -> SessionPage:
+        """Newest first; ties (same updated_at) go to the later-created row."""
+        where, args = ("WHERE status = ?", (status,)) if status is not None else ("", ())
+        with self._transaction("listing sessions", "DEFERRED") as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(SUMMARY)} FROM sessions {where} ORDER BY updated_at DESC, rowid DESC "
+                "LIMIT ? OFFSET ?", (*args, limit, offset)
+            ).fetchall()
+            total: int = conn.execute(f"SELECT count(*) FROM sessions {where}", args).fetchone()[0]
+        return [_row(values) for values in rows], total
+
+    # -- registrations --------------------------------------------------------------------------
+
+    def save_registrations(self, items: Registrations) -> None:
+        with self._transaction("saving tool registrations") as conn:
+            conn.execute("INSERT OR REPLACE INTO kv VALUES ('registrations', ?)", (_dumps(items),))
+
+    def load_registrations(self) -> Registrations:
+        with self._transaction("loading tool registrations", "DEFERRED") as conn:
+            row = conn.execute("SELECT value FROM kv WHERE key = 'registrations'").fetchone()
+        try:
+            items: Any = json.loads(row[0]) if row else []
+        except ValueError:
+            items = None
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise StoreError(f"the tool registrations in {self.path} are damaged; register the tools again",
+                             self.path)
+        return items
+
+    # -- leases ---------------------------------------------------------------------------------
+
+    def acquire(self, session_id: str, owner: str) -> bool:
+        """Take the session's lease: free, ours already, or left behind by a holder that is gone."""
+        with self._transaction(f"taking the lease on session {session_id}") as conn:
+            held = _lease(conn.execute("SELECT * FROM leases WHERE session_id = ?", (session_id,)).fetchone())
+            if held is not None and held.owner != owner and not self._lapsed(held):
+                return False
+            conn.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?, ?)",
+                         (session_id, owner, os.getpid(), PROCESS_TOKEN, self._host, time.time()))
+            return True
+
+    def _lapsed(self, lease: Lease) -> bool:
+        """On this host a lease dies with its process; elsewhere only its heartbeat can tell."""
+        if lease.host != self._host or sys.platform == "win32":  # os.kill(pid, 0) would kill on Windows
+            return time.time() - lease.heartbeat > self.lease_stale_after
+        if lease.pid == os.getpid():
+            return lease.process != PROCESS_TOKEN
+        try:
+            os.kill(lease.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, but someone else's
+            return False
+        return False
+
+    def lease(self, session_id: str) -> Lease | None:
+        with self._transaction("reading a session lease", "DEFERRED") as conn:
+            return _lease(conn.execute("SELECT * FROM leases WHERE session_id = ?", (session_id,)).fetchone())
+
+    def heartbeat(self, owner: str) -> int:
+        """Refresh the owner's leases, so daemons on other hosts sharing the file do not expire them."""
+        with self._transaction("refreshing session leases") as conn:
+            count: int = conn.execute(
+                "UPDATE leases SET heartbeat = ? WHERE owner = ?", (time.time(), owner)
+            ).rowcount
+        return count
+
+    def release(self, session_id: str, owner: str) -> bool:
+        with self._transaction(f"releasing the lease on session {session_id}") as conn:
+            count: int = conn.execute(
+                "DELETE FROM leases WHERE session_id = ? AND owner = ?", (session_id, owner)
+            ).rowcount
+        return count > 0
+
+    def release_all(self, owner: str) -> int:
+        with self._transaction("releasing session leases") as conn:
+            count: int = conn.execute("DELETE FROM leases WHERE owner = ?", (owner,)).rowcount
+        return count
+
+
+@dataclass(slots=True)
+class _Change:
+    """One session's part of a save: what the store holds of it (`mark`), and what to write."""
+
+    session: AgentSession
+    mark: _Written | None
+    header: tuple[Any, ...]
+    steps: list[tuple[str, int, str]]
+    last_step: bytes
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        session, mark, header, steps = self.session, self.mark, self.header, self.steps
+        sid = session.session_id
+        if mark is not None and not _update_header(conn, header, mark.header):
+            mark = None  # the row was deleted meanwhile
+            steps, self.last_step = _step_rows(session, None)
+        if mark is None:
+            setup = (_dumps(session.config), _dumps(session.tools))
+            conn.execute(UPSERT_SESSION, (*header[:-1], *setup, sid))
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
+            conn.execute("DELETE FROM steps WHERE session_id = ?", (sid,))
+        first = 0 if mark is None else mark.messages
+        if first < len(session.messages):
+            conn.executemany(INSERT_MESSAGE, _message_rows(sid, session.messages, first))
+        if steps:
+            conn.executemany(UPSERT_STEP, steps)
+
+
+# -- rows ---------------------------------------------------------------------------------------
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    version: int = conn.execute("PRAGMA data_version").fetchone()[0]
+    return version
+
+
+def _message_rows(sid: str, messages: list[Message], first: int) -> Iterator[tuple[Any, ...]]:
+    for seq in range(first, len(messages)):
+        m = messages[seq]
+        calls = _dumps(m.tool_calls) if m.tool_calls else None
+        yield sid, seq, m.role.value, _text(m.content), calls, _text(m.tool_call_id), _text(m.name)
+
+
+def _session_from(
+    sid: str, head: tuple[Any, ...], messages: list[tuple[Any, ...]], steps: list[str]
+) -> AgentSession:
+    (task, status, stop_reason, final_answer, prompt, completion, cached, standing, pending, _, created_at,
+     updated_at, config, tools) = head
+    return AgentSession(
+        session_id=sid,
+        task=_str(task),
+        config=_loads(AgentConfig, config),
+        tools=_loads(list[ToolSpec], tools),
+        messages=[
+            Message(Role(role), _str(content), _loads(tuple[ToolCall, ...], calls) if calls else (),
+                    _str(call_id), _str(name))
+            for role, content, calls, call_id, name in messages
+        ],
+        steps=[_loads(StepRecord, record) for record in steps],
+        status=SessionStatus(status),
+        stop_reason=StopReason(stop_reason) if stop_reason is not None else None,
+        final_answer=_str(final_answer),
+        usage=TokenUsage(prompt, completion, cached),
+        standing_decisions=_loads(dict[str, Decision], standing),
+        pending=_loads(list[PendingApproval], pending),
+        created_at=created_at,
+        updated_at=updated_at,
+    )
+
+
+def _row(values: tuple[Any, ...]) -> SessionRow:
+    sid, task, status, stop_reason, final_answer, steps, prompt, completion, cached, created, updated = values
+    reason = StopReason(stop_reason) if stop_reason else None
+    return SessionRow(sid, _str(task), SessionStatus(status), reason, _str(final_answer), steps,
+                      TokenUsage(prompt, completion, cached), created, updated)
+
+
+def _lease(row: tuple[Any, ...] | None) -> Lease | None:
+    return Lease(*row) if row is not None else None

@@ -1,0 +1,53 @@
+"""How an MCP server is described to this source: started over stdio, or reached over streamable HTTP.
+
+The shapes are ACP's `McpServerStdio` / `McpServerHttp` plus `requiresApproval`; the LSP door, the ACP
+door and the workspace file all hand servers over in this form.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from mini_agent.core.strict import Params, parse
+
+
+class NameValue(Params):
+    name: str = Field(min_length=1)
+    value: str
+
+
+class StdioMcpServer(Params):
+    """An MCP server we start as a subprocess."""
+
+    type: Literal["stdio"] = "stdio"
+    name: str = Field(min_length=1)
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: list[NameValue] = Field(default_factory=list)
+    requires_approval: bool = True  # false: tools without readOnlyHint run without asking too
+
+
+class HttpMcpServer(Params):
+    """An MCP server reached over streamable HTTP."""
+
+    type: Literal["http"]
+    name: str = Field(min_length=1)
+    url: str = Field(min_length=1)
+    headers: list[NameValue] = Field(default_factory=list)
+    requires_approval: bool = True
+
+
+McpServer = StdioMcpServer | HttpMcpServer
+
+
+class _Servers(Params):
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+
+
+def parse_servers(where: str, raw: list[Any]) -> list[McpServer]:
+    """A list of server descriptions, refused with the one error every door maps (`InvalidParams`)."""
+    return parse(where, {"mcpServers": raw}, _Servers).mcp_servers
+
+
