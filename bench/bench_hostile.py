@@ -4,7 +4,7 @@
     python bench/bench_hostile.py --tree /tmp/old  # another checkout's server/ (e.g. before a fix)
     python bench/bench_hostile.py --seconds 5      # how long to watch a reply that never ends
 
-Three servers from tests/hostile.py, each answering one `agent/step` of a real daemon over stdio
+Three servers from tests/support/hostile.py, each answering one `agent/step` of a real daemon over stdio
 (default options, `maxRetries: 0`):
 
 1. `tokens`: a stream of one-token deltas that never finishes;
@@ -39,7 +39,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "clients" / "python")]
 
 from mini_agent_client.client import AgentClient  # noqa: E402
 
-from tests.hostile import Behaviour, HostileServer  # noqa: E402
+from tests.support.hostile import Behaviour, HostileServer  # noqa: E402
 
 
 def peak_rss_mib(pid: int) -> float:

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from mini_agent.core.contracts import ToolCall
-from mini_agent.tools import ToolRegistry
 from mini_agent.tools.mcp import McpSource
 from mini_agent.tools.mcp.config import NameValue, StdioMcpServer
+from mini_agent.tools.registry import ToolRegistry
 
 SOURCE = '''
 def count_words(text: str, min_length: int = 1) -> int:

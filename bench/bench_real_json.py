@@ -23,7 +23,7 @@ from typing import Any
 from mini_agent_client import AgentClient
 from mini_agent_client.demo import TASK
 
-from tests.test_real_model import MODEL_ALIAS, executed_calls, start_llama
+from tests.support.llama import MODEL_ALIAS, executed_calls, start_llama
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "server" / "mini_agent" / "examples" / "workspace"

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from mini_agent.core.contracts import ToolCall
-from mini_agent.tools import ToolRegistry
 from mini_agent.tools.host import ToolHost
 from mini_agent.tools.host_main import Workspace
 from mini_agent.tools.reflect import reflect, render_result
+from mini_agent.tools.registry import ToolRegistry
 
 SOURCE = '''
 def count_words(text: str, min_length: int = 1, unique: bool = False) -> dict[str, int]:

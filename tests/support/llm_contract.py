@@ -1,5 +1,5 @@
 """What every model transport promises, as one list of cases: the transport that ships runs them
-against a real server on 127.0.0.1 (tests/test_llm_transport.py), the fake against a handler
+against a real server on 127.0.0.1 (tests/integration/llm/test_llm_transport.py), the fake against a handler
 (tests/unit/llm/test_transport_contract.py), and both must give the same outcome, words included.
 
 A case says what the server does (`Answer`, or nothing listening) and what the caller gets: the reply

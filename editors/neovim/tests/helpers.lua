@@ -1,4 +1,4 @@
--- Shared by the headless tests (run by tests/test_neovim.py): the environment it prepares,
+-- Shared by the headless tests (run by tests/e2e/editors/test_neovim.py): the environment it prepares,
 -- waiting on the event loop, and a pass/fail exit that never leaves nvim hanging.
 local M = {}
 

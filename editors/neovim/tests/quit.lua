@@ -1,5 +1,5 @@
 -- Quit Neovim while the daemon runs with tools registered, as a user does: no stop() first.
--- tests/test_neovim.py then checks that the daemon is gone and that the log shows it exiting cleanly.
+-- tests/e2e/editors/test_neovim.py then checks that the daemon is gone and that the log shows it exiting cleanly.
 local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
 
 h.run(function()

@@ -7,7 +7,7 @@
 # server plays the model.
 #
 # Heavy: apt packages (libkrb5-dev ripgrep chromium-headless-shell) and ~300 MB of npm. Run as root
-# (apt, npm --unsafe-perm). scripts/test.sh runs it through tests/test_vscode.py.
+# (apt, npm --unsafe-perm). scripts/test.sh runs it through tests/e2e/editors/test_vscode.py.
 #
 #   editors/vscode/scripts/e2e-code-server.sh            # uses the repo's .venv python
 #   MINI_AGENT_PYTHON=/path/to/python editors/vscode/scripts/e2e-code-server.sh

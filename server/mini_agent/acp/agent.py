@@ -136,9 +136,9 @@ class MiniAgent:
     ) -> LoadSessionResponse:
         """Replay the whole history, user turns included, before answering."""
         workspace, client = await self._workspace(cwd)
-        session = workspace.runtime.get(session_id)
+        events = workspace.runtime.replay(session_id, task=True)  # an unknown session stops here
         self._adopt(session_id, (workspace, client), started=True, mcp_servers=mcp_servers)
-        for update in updates.history(session, client.kind_of):
+        for update in updates.history(events, client.kind_of):
             client.post(session_id, update)
         return LoadSessionResponse()
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from mini_agent.core.contracts import ToolCall
 
 if TYPE_CHECKING:
-    from mini_agent.tools import ToolRegistry
+    from mini_agent.tools.registry import ToolRegistry
 
 READ = "read_text_file"
 WRITE = "write_text_file"

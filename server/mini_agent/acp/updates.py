@@ -35,8 +35,6 @@ from mini_agent.core.events import (
     UsageReported,
     UserTurn,
 )
-from mini_agent.core.session import AgentSession
-from mini_agent.core.trajectory import replay
 
 Update = Any  # one of the SDK's session-update models
 PromptBlock = (
@@ -105,10 +103,11 @@ def permission_call(call: ToolCall, kind: ToolKind) -> ToolCallUpdate:
     )
 
 
-def history(session: AgentSession, kind_of: KindOf) -> list[Update]:
-    """A stored session as `session/load` replays it: each user turn, the task too, as a
-    `user_message_chunk` before the steps that answered it, and each step's lasting updates."""
-    return [u for event in replay(session, task=True) if (u := update_for(event, kind_of))]
+def history(events: Sequence[AgentEvent], kind_of: KindOf) -> list[Update]:
+    """A stored session's replayed events (the task's user turn among them) as `session/load` sends
+    them: each user turn as a `user_message_chunk` before the steps that answered it, and each step's
+    lasting updates."""
+    return [u for event in events if (u := update_for(event, kind_of))]
 
 
 def usage_update(step: TokenUsage, total: TokenUsage, used: int = 0, size: int = 0) -> UsageUpdate:

@@ -8,11 +8,12 @@ one declaration of the model settings, which the workspace file's `llm` table is
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, get_type_hints
 
 from pydantic import Field, create_model, field_validator
 
-from mini_agent.core.contracts import MAX_OUTPUT_BYTES, MAX_STEPS, TOOL_TIMEOUT_SEC, LLMConfig
+from mini_agent.core.contracts import MAX_OUTPUT_BYTES, MAX_STEPS, TOOL_TIMEOUT_SEC, LLMConfig, ToolOptions
 from mini_agent.core.strict import Params
 from mini_agent.plumbing.redact import hide_secret
 from mini_agent.tools.mcp.config import McpServer
@@ -69,3 +70,15 @@ class InitOptions(Params):
     # Until the client says so (the editor's workspace trust), stored tool registrations are not imported.
     workspace_trusted: bool = False
     mcp_servers: list[McpServer] = Field(default_factory=list)  # for every session
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRegistration:
+    """What a client asks to register: a workspace file's functions (`path`, optionally one `function`,
+    with `options`), or a tool the client runs itself (`client`, with `options.name` and `input_schema`)."""
+
+    path: str | None = None
+    function: str | None = None
+    options: ToolOptions = field(default_factory=ToolOptions)
+    client: bool = False
+    input_schema: dict[str, Any] | None = None

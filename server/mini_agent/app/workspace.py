@@ -9,39 +9,28 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from mini_agent.app.config import WorkspaceConfig
-from mini_agent.app.options import InitOptions, LLMParams
+from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
 from mini_agent.app.port import Answer, Client, HeldRegistration, ToolList
 from mini_agent.core.budget import find_observation
-from mini_agent.core.contracts import LLMConfig, Observation, SessionStatus, ToolCall, ToolOptions, ToolSpec
+from mini_agent.core.contracts import LLMConfig, Observation, SessionStatus, ToolCall, ToolSpec
 from mini_agent.core.errors import UnknownToolCall
 from mini_agent.core.events import AgentEvent, StatusChanged, ThoughtChunk
 from mini_agent.core.runtime import AgentRuntime
 from mini_agent.core.session import AgentConfig, AgentSession, Decision
 from mini_agent.llm.client import OpenAICompatibleClient
+from mini_agent.llm.formats import reply_format
 from mini_agent.llm.window import ServerWindowProbe
 from mini_agent.store.sqlite import SessionRow, SqliteStore, StoreError
-from mini_agent.tools import RegistrationError, ToolRegistry
 from mini_agent.tools.mcp import McpSource
 from mini_agent.tools.mcp.config import McpServer
+from mini_agent.tools.registry import RegistrationError, ToolRegistry
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolRegistration:
-    """What a client asks to register: a workspace file's functions (`path`, optionally one `function`,
-    with `options`), or a tool the client runs itself (`client`, with `options.name` and `input_schema`)."""
-
-    path: str | None = None
-    function: str | None = None
-    options: ToolOptions = field(default_factory=ToolOptions)
-    client: bool = False
-    input_schema: dict[str, Any] | None = None
 
 
 class Workspace:
@@ -91,6 +80,7 @@ class Workspace:
             store=self.store,
             keys=keys,
             probe=ServerWindowProbe(),
+            formats=reply_format,
         )
         self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
         self._thought_parts: dict[tuple[str, int], list[str]] = {}

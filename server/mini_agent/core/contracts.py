@@ -32,17 +32,16 @@ class ReplyFormat:
     streams_thought_only: bool = False
 
 
-REPLY_FORMATS: dict[str, ReplyFormat] = {
-    "react": ReplyFormat("give your Final Answer"),
-    "json": ReplyFormat('answer with {"final_answer": ...} as your action', streams_thought_only=True),
-    "native": ReplyFormat("answer the user without calling a tool"),
-}
+ReplyFormats = Callable[[str], ReplyFormat]
+"""The reply format of a step's recorded tool mode: knowledge of the model adapter's
+(`llm.formats.reply_format`), handed to the runtime, which never reads a mode's name itself."""
+
+PLAIN_REPLY = ReplyFormat("give your Final Answer")
 
 
-def reply_format(tool_mode: str) -> ReplyFormat:
-    """The format of a reply that came in `tool_mode` (a step's recorded mode); ReAct's for a mode
-    not recorded (an older step) or not known here."""
-    return REPLY_FORMATS.get(tool_mode, REPLY_FORMATS["react"])
+def plain_replies(tool_mode: str) -> ReplyFormat:
+    """The formats a runtime assumes when it is given none: every reply is prose."""
+    return PLAIN_REPLY
 
 
 class Role(StrEnum):

@@ -2,6 +2,23 @@
 
 A front door maps `AgentError` and nothing else; details travel as snake_case keyword values and the
 door spells them in its own wire format. Anything that is not an `AgentError` is a bug, not an answer.
+
+The whole tree, with each class's `data.reason` (code -32602 unless named):
+
+    AgentError                     invalid_params   (the base; also a plain refusal with details)
+    ├── UnknownSession             unknown_session
+    ├── SessionBusy                session_busy     -32001
+    ├── SessionFinished            session_finished
+    ├── UnknownTool                unknown_tool
+    ├── UnknownApproval            unknown_approval
+    ├── UnknownToolCall            unknown_tool_call
+    ├── core.strict.InvalidParams  invalid_params   (one line per field in `errors`)
+    ├── app.config.ConfigError     bad_workspace_config
+    ├── store.sqlite.StoreError    store            -32003 (also `session.StoreUnavailable`)
+    └── tools.registry.RegistrationError  registration_refused
+
+Failures a model can repair from (a tool's exception, a bad argument, an MCP server gone) are not
+errors here: they come back to the model as an error observation.
 """
 
 from __future__ import annotations

@@ -17,7 +17,16 @@ from typing import Any
 
 from mini_agent.core.approvals import Approvals
 from mini_agent.core.book import SessionBook
-from mini_agent.core.contracts import LLMConfig, Message, Role, SessionStatus, StopReason, ToolSpec
+from mini_agent.core.contracts import (
+    LLMConfig,
+    Message,
+    ReplyFormats,
+    Role,
+    SessionStatus,
+    StopReason,
+    ToolSpec,
+    plain_replies,
+)
 from mini_agent.core.errors import SessionBusy, UnknownTool
 from mini_agent.core.events import AgentEvent, EventSink, UserTurn
 from mini_agent.core.ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
@@ -46,9 +55,12 @@ class AgentRuntime:
         approver: Approver | None = None,
         keys: Mapping[str, str] | None = None,
         probe: WindowProbe | None = None,
+        formats: ReplyFormats = plain_replies,
     ) -> None:
         """`keys` are API keys by the base URL each was configured for: a key is sent to that server
-        only, never to whatever server a session (perhaps one from a cloned store) points at."""
+        only, never to whatever server a session (perhaps one from a cloned store) points at.
+        `formats` is the model adapter's word on each tool mode's replies."""
+        self._formats = formats
         self._tools = tools
         self._events = events
         self.defaults = defaults or AgentConfig()
@@ -65,6 +77,7 @@ class AgentRuntime:
             api_key=self._api_key,
             emit=events,
             probe=probe,
+            formats=formats,
         )
 
     @property
@@ -181,9 +194,10 @@ class AgentRuntime:
     def is_busy(self, session_id: str) -> bool:
         return self._book.flight(session_id) is not None
 
-    def replay(self, session_id: str) -> list[AgentEvent]:
-        """The trajectory as the events a live run sent (for an editor that just opened it)."""
-        return replay(self.get(session_id))
+    def replay(self, session_id: str, *, task: bool = False) -> list[AgentEvent]:
+        """The trajectory as the events a live run sent (for an editor that just opened it); the task
+        too with `task`."""
+        return replay(self.get(session_id), task=task, formats=self._formats)
 
     # -- control --------------------------------------------------------------------------------
 

@@ -21,11 +21,11 @@ from mini_agent.core.contracts import (
     LLMError,
     Message,
     Observation,
+    ReplyFormats,
     Role,
     SessionStatus,
     StopReason,
     ToolCall,
-    reply_format,
 )
 from mini_agent.core.events import (
     AgentEvent,
@@ -79,8 +79,10 @@ class Stepper:
         api_key: Callable[[AgentSession], str | None],
         emit: EventSink | None,
         probe: WindowProbe | None = None,
+        formats: ReplyFormats,
     ) -> None:
         self._llm = llm
+        self._formats = formats
         self._context = ContextKeeper(llm, probe, self._emit)
         self._tools = tools
         self._checkpoints = checkpoints
@@ -183,7 +185,7 @@ class Stepper:
             if streak > threshold:
                 record.stop_reason = StopReason.LOOP_DETECTED
             if streak >= threshold:
-                finish = reply_format(record.tool_mode).finish
+                finish = self._formats(record.tool_mode).finish
                 text = LOOP_NOTE.format(name=call.name, count=streak, finish=finish)
                 self._observe(session, record, note(call, text))
 

@@ -10,7 +10,7 @@ statuses, each step's interim status — is left out.
 from __future__ import annotations
 
 from mini_agent.core.budget import spent_on_context, window_use
-from mini_agent.core.contracts import Role, TokenUsage, reply_format
+from mini_agent.core.contracts import ReplyFormats, Role, TokenUsage, plain_replies
 from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
@@ -24,11 +24,13 @@ from mini_agent.core.events import (
 from mini_agent.core.session import AgentSession, StepRecord
 
 
-def step_events(session_id: str, record: StepRecord, total: TokenUsage) -> list[AgentEvent]:
+def step_events(
+    session_id: str, record: StepRecord, total: TokenUsage, formats: ReplyFormats = plain_replies
+) -> list[AgentEvent]:
     """A finished step's lasting events; the stepper's live ones are made by the same constructors."""
     sid, index = session_id, record.index
     events: list[AgentEvent] = []
-    streamed = record.thought if reply_format(record.tool_mode).streams_thought_only else record.completion
+    streamed = record.thought if formats(record.tool_mode).streams_thought_only else record.completion
     if streamed:
         events.append(ThoughtChunk(sid, index, streamed))
     events += [ToolCallPending(sid, index, call) for call in record.tool_calls]
@@ -44,7 +46,9 @@ def answered(record: StepRecord) -> bool:
     return record.final_answer is not None and not record.tool_calls
 
 
-def replay(session: AgentSession, *, task: bool = False) -> list[AgentEvent]:
+def replay(
+    session: AgentSession, *, task: bool = False, formats: ReplyFormats = plain_replies
+) -> list[AgentEvent]:
     """The session's lasting events. A follow-up's words are among them, as a live run sent them; the
     task is only with `task` (a live run never sends it: the client gave it; ACP's session/load shows it)."""
     turns = user_turns(session)[0 if task else 1 :]
@@ -53,7 +57,7 @@ def replay(session: AgentSession, *, task: bool = False) -> list[AgentEvent]:
     for record in session.steps:
         events += [turn for turn in turns if turn.step == record.index]
         total = total + record.usage + spent_on_context(record)
-        events += step_events(session.session_id, record, total)
+        events += step_events(session.session_id, record, total, formats)
     events += [turn for turn in turns if turn.step >= len(session.steps)]
     events.append(StatusChanged(session.session_id, len(session.steps), session.status, session.stop_reason))
     return events

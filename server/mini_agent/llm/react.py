@@ -4,7 +4,7 @@ The protocol goes into the system prompt; the history is rendered append-only so
 prefix cache keeps hitting; the parser turns one completion into exactly one of an action, a final
 answer, or a format error written for the model to read and fix. Pure functions, no I/O.
 
-Parsing rules, in short (the reasons are in docs and in tests/test_react_parser.py):
+Parsing rules, in short (the reasons are in docs and in tests/unit/llm/test_react_parser.py):
 
 - Markers (``Thought:``, ``Action:``, ``Action Input:``, ``Final Answer:``, ``Observation:``) count only
   at the start of a line; case, extra spaces, markdown bold, a number (``Action 1:``) and the

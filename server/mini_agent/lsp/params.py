@@ -9,8 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from mini_agent.app.options import LLMParams
-from mini_agent.app.workspace import ToolRegistration
+from mini_agent.app.options import LLMParams, ToolRegistration
 from mini_agent.core import contracts
 from mini_agent.core.session import Decision
 from mini_agent.core.strict import Params

@@ -16,8 +16,7 @@ from mini_agent.core.flight import Flight, StepCancelled
 from mini_agent.core.runtime import AgentRuntime
 from mini_agent.core.session import AgentConfig, AgentSession, Decision
 
-from ...test_runtime import ECHO, RISKY, Approver, ScriptedModel, Tools, action, call
-from ...test_runtime_parts import MemoryStore
+from ...support.fakes import ECHO, RISKY, Approver, MemoryStore, ScriptedModel, Tools, action, call
 
 
 class Parts:

@@ -9,7 +9,7 @@ import pytest
 from mini_agent.core.checkpoints import Checkpoints
 from mini_agent.core.session import AgentConfig, AgentSession, StepRecord, StoreUnavailable
 
-from ...test_runtime_parts import BrokenStore, PickyStore
+from ...support.fakes import BrokenStore, PickyStore
 
 
 def session(sid: str) -> AgentSession:

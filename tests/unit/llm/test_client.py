@@ -1,6 +1,6 @@
 """The model client over the fake transport (`mini_agent.llm.fake`): what it sends, what it makes of
 streamed and whole replies, and how it retries, falls back between tool modes and words its errors,
-with no socket at all. What only a wire shows stays in tests/test_llm_client.py."""
+with no socket at all. What only a wire shows stays in tests/integration/llm/test_llm_client.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The transport contract (tests/support/llm_contract.py) held by the fake: every case gives what the
-transport that ships gives over a real socket (tests/test_llm_transport.py runs the same cases)."""
+transport that ships gives over a real socket (tests/integration/llm/test_llm_transport.py runs the same
+cases)."""
 
 from __future__ import annotations
 

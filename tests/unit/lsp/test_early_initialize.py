@@ -11,8 +11,8 @@ import pytest
 from mini_agent.lsp import boot, pygls_compat
 from mini_agent.lsp.server import AgentProtocol, server
 
-# The client capabilities tests/test_startup.py (CLIENTS) and tests/test_protocol_errors.py send, and a
-# few neighbours of theirs that the early answer treats apart.
+# The client capabilities tests/e2e/lsp/test_startup.py (CLIENTS) and tests/e2e/lsp/test_protocol_errors.py
+# send, and a few neighbours of theirs that the early answer treats apart.
 CLIENTS: dict[str, dict[str, Any]] = {
     "bare": {},
     "editor-like": {

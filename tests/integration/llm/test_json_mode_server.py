@@ -1,0 +1,266 @@
+"""JSON tool mode against the scripted HTTP model server: the turn schema in the request, the
+refusal-and-retry path, the streamed thought, and replies that break the schema, through the client and
+through the real daemon."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from mini_agent.core.contracts import LLMConfig, Message, Role, ToolMode, ToolSpec
+from mini_agent.llm import jsonmode
+from mini_agent.llm.client import OpenAICompatibleClient
+from mini_agent.scripted import ReplayServer
+from mini_agent_client.demo import TASK
+
+ADD = ToolSpec(
+    name="add",
+    description="Add two numbers.",
+    input_schema={"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}},
+)
+HISTORY = (Message(Role.SYSTEM, "You are terse."), Message(Role.USER, "What is 2 + 3?"))
+
+
+def turn(thought: str, tool: str | None = None, answer: str | None = None, **arguments: Any) -> str:
+    action = {"final_answer": answer} if tool is None else {"tool": tool, "arguments": arguments}
+    return json.dumps({"thought": thought, "action": action}, ensure_ascii=False)
+
+
+# --- the thought scanner and the parser (pure) ---------------------------------------------------
+
+
+# --- the client against the scripted server ------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def client() -> AsyncIterator[OpenAICompatibleClient]:
+    async with OpenAICompatibleClient(backoff_base=0.001, backoff_cap=0.01) as llm:
+        yield llm
+
+
+def config(server: ReplayServer, mode: ToolMode = "json", **changes: Any) -> LLMConfig:
+    return LLMConfig(base_url=server.base_url, model="m", tool_mode=mode, **changes)
+
+
+def forms(server: ReplayServer) -> list[str | None]:
+    return [f["type"] if f else None for f in server.response_formats]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("status", [500, 400, 422])
+async def test_a_refused_json_schema_is_asked_again_as_json_object_and_remembered(
+    client: OpenAICompatibleClient, status: int
+) -> None:
+    script = {
+        "turns": [{"content": turn("adding", "add", a=2, b=3)}, {"content": turn("ok", answer="5")}],
+        "refuse_formats": {"json_schema": status},
+    }
+    async with ReplayServer(script) as server:
+        first = await client.generate(HISTORY, [ADD], config(server))
+        second = await client.generate(HISTORY, [ADD], config(server))
+    assert [e.status for e in server.exchanges] == [status, 200, 200]
+    assert forms(server) == ["json_schema", "json_object", "json_object"]
+    assert server.response_formats[1] == {"type": "json_object", "schema": jsonmode.turn_schema([ADD])}
+    assert first.tool_mode == second.tool_mode == "json"
+    assert first.tool_calls[0].arguments == {"a": 2, "b": 3} and second.final_answer == "5"
+
+
+@pytest.mark.asyncio
+async def test_a_500_not_naming_the_format_is_retried_as_it_was(client: OpenAICompatibleClient) -> None:
+    turns = [{"status": 500, "error": "out of memory"}, {"content": turn("ok", answer="5")}]
+    async with ReplayServer(turns) as server:
+        response = await client.generate(HISTORY, [ADD], config(server))
+    assert response.final_answer == "5"
+    assert forms(server) == ["json_schema", "json_schema"]
+
+
+@pytest.mark.asyncio
+async def test_json_mode_gives_up_when_both_forms_are_refused(client: OpenAICompatibleClient) -> None:
+    script = {"turns": [{"content": "unused"}], "refuse_formats": {"json_schema": 500, "json_object": 400}}
+    async with ReplayServer(script) as server:
+        with pytest.raises(Exception, match="HTTP 400") as caught:
+            await client.generate(HISTORY, [ADD], config(server))
+    assert type(caught.value).__name__ == "LLMError"
+    assert forms(server) == ["json_schema", "json_object"]
+
+
+@pytest.mark.asyncio
+async def test_auto_learns_native_then_json_then_react(client: OpenAICompatibleClient) -> None:
+    answer = {"content": turn("ok", answer="5")}
+    json_only = {
+        "turns": [answer],
+        "repeat_last": True,
+        "reject_tools": True,
+        "refuse_formats": {"json_schema": 500},
+    }
+    async with ReplayServer(json_only) as server:
+        first = await client.generate(HISTORY, [ADD], config(server, "auto"))
+        second = await client.generate(HISTORY, [ADD], config(server, "auto"))
+    assert first.tool_mode == second.tool_mode == "json" and second.final_answer == "5"
+    assert ["tools" in body for body in server.requests] == [True, False, False, False]
+    assert forms(server) == [None, "json_schema", "json_object", "json_object"]
+
+    text_only = {
+        "turns": [{"content": "Final Answer: 5"}],
+        "repeat_last": True,
+        "reject_tools": True,
+        "refuse_formats": {"json_schema": 400, "json_object": 400},
+    }
+    async with ReplayServer(text_only) as server:
+        first = await client.generate(HISTORY, [ADD], config(server, "auto"))
+        second = await client.generate(HISTORY, [ADD], config(server, "auto"))
+    assert first.tool_mode == second.tool_mode == "react" and second.final_answer == "5"
+    assert forms(server) == [None, "json_schema", "json_object", None, None]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("stream", [True, False])
+async def test_only_the_thought_is_streamed_and_it_rejoins_to_the_thought(
+    client: OpenAICompatibleClient, stream: bool
+) -> None:
+    chunks = [
+        '{"thought": "caf',
+        "\\u00",
+        'e9 \\"x\\" \\ud83d',
+        '\\ude00", "action": {"tool": "add", ',
+        '"arguments": {"a": 2, "b": 3}}}',
+    ]
+    async with ReplayServer([{"chunks": chunks}]) as server:
+        pieces: list[str] = []
+        response = await client.generate(HISTORY, [ADD], config(server, stream=stream), pieces.append)
+    assert response.thought == 'café "x" 😀' == "".join(pieces)
+    assert response.content == "".join(chunks) and response.tool_calls[0].name == "add"
+    if stream:
+        assert pieces == ["caf", 'é "x" ', "😀"]  # the high surrogate waited for its pair
+
+
+# --- the daemon, end to end ----------------------------------------------------------------------
+
+SEED_TURNS = [
+    {"content": turn("First the Python files.", "list_python_files", directory=".")},
+    {"content": turn('Now count "schema.py".', "count_file_lines", path="schema.py", ignore_empty=True)},
+    {"content": turn("It is file_path.", "count_file_lines", file_path="schema.py", ignore_empty=True)},
+    {"content": turn("That is the count.", answer="schema.py has {last_observation} non-empty lines.")},
+]
+
+
+def json_options(model: ReplayServer) -> dict[str, Any]:
+    llm = {"baseUrl": model.base_url, "model": "replay", "toolMode": "json"}
+    return {"llm": llm, "store": {"enabled": False}}
+
+
+def thought_chunks(client: Any, session_id: str, step: int) -> str:
+    return "".join(
+        u["update"]["text"]
+        for u in client.updates
+        if u["sessionId"] == session_id and u["step"] == step and u["update"]["kind"] == "agent_thought_chunk"
+    )
+
+
+def non_empty_lines(path: Path) -> int:
+    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+@pytest.mark.asyncio
+async def test_seed_scenario_in_json_mode(workspace: Path, daemon_factory: Callable[..., Any]) -> None:
+    """Each request carries the schema of every registered tool; arguments that break the tool's schema
+    get the registry's error; the streamed thought is each step's thought; the history is append-only."""
+    async with ReplayServer({"turns": SEED_TURNS, "refuse_formats": {"json_schema": 500}}) as model:
+        client = await daemon_factory(json_options(model))
+        registered = await client.request("agent/registerTool", {"path": "tools.py"})
+        started = await client.request("agent/startSession", {"task": TASK})
+        session_id = started["sessionId"]
+        steps = [await client.request("agent/step", {"sessionId": session_id}) for _ in range(4)]
+
+    expected_count = non_empty_lines(workspace / "schema.py")
+    assert [s["toolMode"] for s in steps] == ["json"] * 4
+    assert [s["toolCalls"][0]["name"] for s in steps[:3]] == ["list_python_files", *["count_file_lines"] * 2]
+    assert steps[1]["observations"][0]["isError"] and "file_path" in steps[1]["observations"][0]["output"]
+    assert steps[2]["observations"][0]["output"] == str(expected_count)
+    assert steps[3]["finalAnswer"] == f"schema.py has {expected_count} non-empty lines."
+    assert steps[3]["stopReason"] == "end_turn"
+    for step in steps:
+        assert step["thought"] == thought_chunks(client, session_id, step["index"]) != ""
+    assert steps[1]["thought"] == 'Now count "schema.py".'
+
+    # refused once with llama-cpp-python's 500, then json_object for the rest of the session
+    assert [e.status for e in model.exchanges] == [500, 200, 200, 200, 200]
+    schema = jsonmode.turn_schema([])
+    sent = [f for f in model.response_formats[1:] if f is not None]
+    assert len(sent) == 4 and all(f["type"] == "json_object" for f in sent)
+    refused = model.response_formats[0]
+    assert refused is not None and refused["type"] == "json_schema"
+    assert refused["json_schema"] == {"name": "agent_turn", "schema": sent[0]["schema"], "strict": False}
+    branches = sent[0]["schema"]["properties"]["action"]["anyOf"]
+    tools = {t["name"]: t["inputSchema"] for t in registered["tools"]}
+    assert {b["properties"]["tool"]["const"]: b["properties"]["arguments"] for b in branches[:-1]} == tools
+    assert branches[-1] == schema["properties"]["action"]["anyOf"][-1]
+    system = model.requests[1]["messages"][0]["content"]
+    assert all(f"### {name}" in system for name in tools) and '"final_answer"' in system
+
+    # append-only: each request extends the one before it with the model's reply, byte for byte
+    requests = [r["messages"] for r in model.requests[1:]]
+    for (before, after), reply in zip(pairwise(requests), SEED_TURNS, strict=False):
+        assert after[: len(before)] == before
+        assert after[len(before)] == {"role": "assistant", "content": reply["content"]}
+        assert after[len(before) + 1]["content"].startswith("Observation: ")
+    assert all(e.cached_tokens > 0 for e in model.exchanges[2:])
+
+
+@pytest.mark.asyncio
+async def test_a_server_that_ignores_the_schema_gives_format_errors_the_model_repairs(
+    daemon_factory: Callable[..., Any],
+) -> None:
+    turns = [
+        {"content": "Sure! I will list the files with list_python_files."},
+        {"content": '{"thought": "listing", "action": {"tool": "list_python_files"}}'},
+        {"content": turn("listing", "list_python_files", directory=".")},
+        {"content": turn("done", answer="Listed.")},
+    ]
+    async with ReplayServer(turns) as model:
+        client = await daemon_factory(json_options(model))
+        await client.request("agent/registerTool", {"path": "tools.py"})
+        started = await client.request("agent/startSession", {"task": "List the Python files."})
+        run = await client.request("agent/run", {"sessionId": started["sessionId"]})
+        steps = (await client.request("agent/getSession", {"sessionId": started["sessionId"]}))["steps"]
+
+    assert run["stopReason"] == "end_turn" and run["finalAnswer"] == "Listed." and run["error"] is None
+    errors = [s["observations"][0] for s in steps[:2]]
+    assert [e["toolCallId"] for e in errors] == ["format-0", "format-1"]
+    assert all(e["isError"] for e in errors)
+    assert "the reply is not a JSON object" in errors[0]["output"]
+    assert "`action.arguments` for `list_python_files` must be a JSON object" in errors[1]["output"]
+    assert not steps[2]["observations"][0]["isError"]
+    # the model saw its own reply and the error, so it can repair
+    repaired_request = model.requests[2]["messages"]
+    assert repaired_request[-2] == {"role": "assistant", "content": turns[1]["content"]}
+    assert repaired_request[-1]["content"] == "Observation: " + errors[1]["output"]
+
+
+@pytest.mark.asyncio
+async def test_a_loaded_session_replays_the_thought_not_the_raw_json(
+    daemon_factory: Callable[..., Any],
+) -> None:
+    turns = [
+        {"content": turn("Listing first.", "list_python_files", directory=".")},
+        {"content": turn("Done.", answer="ok")},
+    ]
+    async with ReplayServer(turns) as model:
+        options = {"llm": {"baseUrl": model.base_url, "model": "replay", "toolMode": "json"}}
+        live = await daemon_factory(options)
+        await live.request("agent/registerTool", {"path": "tools.py"})
+        started = await live.request("agent/startSession", {"task": "List the Python files."})
+        session_id = started["sessionId"]
+        await live.request("agent/run", {"sessionId": session_id})
+        fresh = await daemon_factory(options)
+        await fresh.request("agent/loadSession", {"sessionId": session_id})
+
+    def thoughts(client: Any) -> list[str]:
+        return [thought_chunks(client, session_id, step) for step in (0, 1)]
+
+    assert thoughts(live) == ["Listing first.", "Done."] == thoughts(fresh)

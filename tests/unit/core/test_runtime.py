@@ -1,0 +1,164 @@
+"""AgentRuntime through its ports, with small in-test fakes for the model and the tools.
+
+The runtime is pure orchestration; these tests pin its rules (history, loops, budget, cancel,
+approval, errors) without any process or socket. End-to-end behaviour is in test_e2e_*.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+from mini_agent.core.contracts import (
+    LLMError,
+    Role,
+    SessionStatus,
+    StopReason,
+    TokenUsage,
+)
+from mini_agent.core.errors import SessionBusy, SessionFinished, UnknownSession
+from mini_agent.core.events import AgentEvent, AnswerChunk, StatusChanged, ToolCallFinished, ToolCallPending
+from mini_agent.core.runtime import AgentRuntime
+from mini_agent.core.session import AgentConfig, Decision
+from mini_agent.llm.formats import reply_format
+
+from ...support.fakes import ECHO, RISKY, Approver, ScriptedModel, Tools, action, answer, call
+
+
+def build(model: ScriptedModel, tools: Tools, **config: Any) -> tuple[AgentRuntime, list[AgentEvent]]:
+    events: list[AgentEvent] = []
+    runtime = AgentRuntime(model, tools, defaults=AgentConfig(**config), events=events.append)
+    return runtime, events
+
+
+@pytest.mark.asyncio
+async def test_history_is_append_only_and_steps_end_on_answer() -> None:
+    model = ScriptedModel(action(call("echo", 1, text="a")), answer("done"))
+    runtime, events = build(model, Tools(ECHO))
+    session = runtime.start_session("task")
+    first = await runtime.step(session.session_id)
+    second = await runtime.step(session.session_id)
+    assert first.observations[0].output == '{"text": "a"}' and first.stop_reason is None
+    assert second.final_answer == "done" and second.stop_reason is StopReason.END_TURN
+    assert session.status is SessionStatus.FINISHED and session.usage == TokenUsage(20, 4, 10)
+    assert model.seen[1][: len(model.seen[0])] == model.seen[0]
+    assert [m.role for m in model.seen[1]] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL]
+    kinds = [type(e) for e in events]
+    assert kinds.index(ToolCallPending) < kinds.index(ToolCallFinished) < kinds.index(AnswerChunk)
+    with pytest.raises(SessionFinished):
+        await runtime.step(session.session_id)
+
+
+@pytest.mark.asyncio
+async def test_same_call_three_times_gets_a_note_and_a_fourth_stops() -> None:
+    same = [action(call("echo", n, text="x")) for n in range(4)]
+    tools = Tools(ECHO)
+    runtime, _ = build(ScriptedModel(*same), tools)
+    summary = await runtime.run(runtime.start_session("loop").session_id)
+    assert summary.stop_reason is StopReason.LOOP_DETECTED
+    assert len(tools.ran) == 2
+    third = summary.session.steps[2].observations[0]
+    assert third.is_error and "3 times in a row" in third.output
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("mode", "finish"),
+    [
+        ("react", "give your Final Answer"),
+        ("json", '{"final_answer": ...}'),
+        ("native", "without calling a tool"),
+    ],
+)
+async def test_the_loop_note_says_how_to_finish_in_the_replys_tool_mode(mode: str, finish: str) -> None:
+    same = [dataclasses.replace(action(call("echo", n, text="x")), tool_mode=mode) for n in range(3)]
+    runtime = AgentRuntime(ScriptedModel(*same, answer("x")), Tools(ECHO), formats=reply_format)
+    summary = await runtime.run(runtime.start_session("loop").session_id)
+    note = summary.session.steps[2].observations[0].output
+    assert "3 times in a row" in note and finish in note
+    assert mode == "react" or "Final Answer" not in note
+
+
+@pytest.mark.asyncio
+async def test_step_budget_finishes_with_max_turn_requests() -> None:
+    replies = [action(call("echo", n, text=str(n))) for n in range(3)]
+    runtime, _ = build(ScriptedModel(*replies), Tools(ECHO), max_steps=3)
+    summary = await runtime.run(runtime.start_session("budget").session_id)
+    assert summary.stop_reason is StopReason.MAX_TURN_REQUESTS
+    assert summary.session.stop_reason is StopReason.MAX_TURN_REQUESTS and len(summary.session.steps) == 3
+
+
+@pytest.mark.asyncio
+async def test_model_error_ends_the_step_and_leaves_the_session_ready() -> None:
+    model = ScriptedModel(LLMError("http://x/v1/chat/completions answered 500", status=500), answer("ok"))
+    runtime, events = build(model, Tools(ECHO))
+    session = runtime.start_session("t")
+    failed = await runtime.step(session.session_id)
+    assert failed.stop_reason is StopReason.ERROR and "500" in (failed.error or "")
+    assert session.status is SessionStatus.READY and session.steps == []
+    assert any(isinstance(e, StatusChanged) and (e.message or "").endswith("500") for e in events)
+    assert (await runtime.step(session.session_id)).final_answer == "ok"
+
+
+@pytest.mark.asyncio
+async def test_cancel_during_model_call_and_during_tool() -> None:
+    model = ScriptedModel(
+        action(call("echo", 1, text="slow")), action(call("echo", 2, text="b")), answer("ok"), delay=0.05
+    )
+    tools = Tools(ECHO, delay=5)
+    runtime, _ = build(model, tools)
+    session = runtime.start_session("t")
+    stepping = asyncio.create_task(runtime.step(session.session_id))
+    await asyncio.sleep(0.01)
+    with pytest.raises(SessionBusy):
+        await runtime.step(session.session_id)
+    assert runtime.cancel(session.session_id)
+    cancelled = await stepping
+    assert cancelled.stop_reason is StopReason.CANCELLED and session.steps == []
+
+    stepping = asyncio.create_task(runtime.step(session.session_id))
+    while not tools.ran:
+        await asyncio.sleep(0.01)
+    runtime.cancel(session.session_id)
+    in_tool = await stepping
+    assert in_tool.stop_reason is StopReason.CANCELLED
+    assert in_tool.observations[0].is_error and "Cancelled" in in_tool.observations[0].output
+    assert session.messages[-1].role is Role.TOOL and session.status is SessionStatus.READY
+    tools.delay = 0
+    assert (await runtime.step(session.session_id)).observations[0].output == '{"text": "b"}'
+
+
+@pytest.mark.asyncio
+async def test_step_pauses_for_approval_until_a_decision_arrives() -> None:
+    tools = Tools(RISKY)
+    model = ScriptedModel(action(call("wipe", 1)), answer("wiped"))
+    runtime = AgentRuntime(model, tools, approver=Approver(None))
+    session = runtime.start_session("wipe it")
+    paused = await runtime.step(session.session_id)
+    assert session.status is SessionStatus.AWAITING_APPROVAL and paused.stop_reason is None and not tools.ran
+    runtime.approve(session.session_id, "c1", Decision.ALLOW_ONCE)
+    resumed = await runtime.step(session.session_id)
+    assert resumed.index == 0 and tools.ran and not resumed.observations[0].is_error
+    assert (await runtime.step(session.session_id)).final_answer == "wiped"
+
+
+@pytest.mark.asyncio
+async def test_run_waits_for_the_client_answer_and_rejection_reaches_the_model() -> None:
+    tools = Tools(RISKY)
+    model = ScriptedModel(action(call("wipe", 1)), action(call("wipe", 2)), answer("left alone"))
+    approver = Approver((Decision.REJECT_ALWAYS, "not today"))
+    runtime = AgentRuntime(model, tools, approver=approver)
+    summary = await runtime.run(runtime.start_session("wipe it").session_id)
+    assert summary.stop_reason is StopReason.END_TURN and not tools.ran
+    first = summary.session.steps[0].observations[0]
+    assert first.is_error and "declined" in first.output and "not today" in first.output
+    assert approver.asked == ["wipe"]  # reject_always held for the second call
+
+
+@pytest.mark.asyncio
+async def test_unknown_session() -> None:
+    runtime, _ = build(ScriptedModel(), Tools())
+    with pytest.raises(UnknownSession):
+        await runtime.step("nope")
