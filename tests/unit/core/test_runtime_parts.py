@@ -116,6 +116,18 @@ def test_no_core_module_spells_a_wire_key() -> None:
     assert spelled == {}
 
 
+def test_the_application_layer_names_no_method_of_either_door() -> None:
+    """`app` reaches the client through its port: no `agent/*`, `session/*` or `fs/*` string, no
+    door's wire key."""
+    wire = r"toolCallId|stopReason|sessionUpdate|sessionId|[\"'](?:agent|session|fs)/"
+    spelled = {
+        path.name: hits
+        for path in sorted((CORE / "app").rglob("*.py"))
+        if (hits := re.findall(wire, path.read_text(encoding="utf-8")))
+    }
+    assert spelled == {}
+
+
 def test_no_module_of_the_daemon_is_longer_than_500_lines() -> None:
     lengths = {
         str(path.relative_to(CORE)): len(path.read_text(encoding="utf-8").splitlines())
