@@ -86,10 +86,8 @@ class AcpClient:
     async def ask_permission(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Answer | None:
         """Ask the client; a `cancelled` outcome cancels the turn, a failure leaves the call waiting."""
         conn = self._connection()
-        tool_call = updates.permission_call(call, self.kind_of(call.name))
-        review = await editor_fs.review(conn, self.root, session.session_id, call)
-        if review is not None:
-            tool_call.content, tool_call.locations = review  # type: ignore[assignment]
+        content, locations = await editor_fs.review(conn, self.root, session.session_id, call)
+        tool_call = updates.permission_call(call, self.kind_of(call.name), content, locations)
         request = RequestPermissionRequest(
             session_id=session.session_id, tool_call=tool_call, options=PERMISSION_OPTIONS
         )

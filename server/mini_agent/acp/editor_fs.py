@@ -90,13 +90,13 @@ async def run(conn: Connection, root: Path, session_id: str, name: str, args: di
 Review = tuple[list[FileEditToolCallContent], list[ToolCallLocation]]
 
 
-async def review(conn: Connection, root: Path, session_id: str, call: ToolCall) -> Review | None:
+async def review(conn: Connection, root: Path, session_id: str, call: ToolCall) -> Review:
     """What a permission request for `call` adds: for a write, the change as a diff against the text
     the editor has now (none when the file is new), and where it lands."""
     path = call.arguments.get("path")
     content = call.arguments.get("content")
     if call.name != WRITE or not isinstance(path, str) or not isinstance(content, str):
-        return None
+        return [], []
     target = absolute(root, path)
     old: str | None
     try:

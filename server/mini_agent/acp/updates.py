@@ -14,10 +14,12 @@ from acp import helpers
 from acp.schema import (
     AudioContentBlock,
     EmbeddedResourceContentBlock,
+    FileEditToolCallContent,
     ImageContentBlock,
     ResourceContentBlock,
     TextContentBlock,
     TextResourceContents,
+    ToolCallLocation,
     ToolCallUpdate,
     ToolKind,
     UsageUpdate,
@@ -96,10 +98,22 @@ def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
             assert_never(event)
 
 
-def permission_call(call: ToolCall, kind: ToolKind) -> ToolCallUpdate:
-    """The `toolCall` of a session/request_permission: the pending call as the client already has it."""
+def permission_call(
+    call: ToolCall,
+    kind: ToolKind,
+    content: Sequence[FileEditToolCallContent] = (),
+    locations: Sequence[ToolCallLocation] = (),
+) -> ToolCallUpdate:
+    """The `toolCall` of a session/request_permission: the pending call as the client already has it,
+    with what the request adds for review (a write's diff and where it lands)."""
     return ToolCallUpdate(
-        tool_call_id=call.id, title=title(call), kind=kind, status="pending", raw_input=raw_input(call)
+        tool_call_id=call.id,
+        title=title(call),
+        kind=kind,
+        status="pending",
+        raw_input=raw_input(call),
+        content=list(content) or None,
+        locations=list(locations) or None,
     )
 
 
