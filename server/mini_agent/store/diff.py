@@ -11,8 +11,7 @@ from typing import Any
 
 from mini_agent.core.contracts import ToolSpec
 from mini_agent.core.session import AgentConfig, AgentSession
-from mini_agent.store.codec import dumps as _dumps
-from mini_agent.store.codec import sql_text as _text
+from mini_agent.store import codec
 from mini_agent.store.schema import HEADER
 
 
@@ -32,9 +31,10 @@ class Written:
 def header(session: AgentSession) -> tuple[Any, ...]:
     usage = session.usage
     return (
-        _text(session.task), session.status.value, _value(session.stop_reason), _text(session.final_answer),
+        codec.sql_text(session.task), session.status.value, _value(session.stop_reason),
+        codec.sql_text(session.final_answer),
         usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
-        _dumps(session.standing_decisions), _dumps(session.pending), len(session.steps),
+        codec.dumps(session.standing_decisions), codec.dumps(session.pending), len(session.steps),
         session.created_at, session.updated_at, session.session_id,
     )
 
@@ -66,7 +66,7 @@ def step_rows(session: AgentSession, mark: Written | None) -> tuple[list[tuple[s
     start = 0 if mark is None else max(mark.steps - 1, 0)
     rows, newest = [], b""
     for idx in range(start, len(session.steps)):
-        record = _dumps(session.steps[idx])
+        record = codec.dumps(session.steps[idx])
         newest = digest(record)
         if mark is None or idx >= mark.steps or newest != mark.last_step:
             rows.append((session.session_id, idx, record))

@@ -40,17 +40,7 @@ from mini_agent.core.session import (
     StepRecord,
     StoreUnavailable,
 )
-from mini_agent.store.codec import dumps as _dumps
-from mini_agent.store.codec import from_sql as _str
-from mini_agent.store.codec import loads as _loads
-from mini_agent.store.codec import sql_text as _text
-from mini_agent.store.diff import Written as _Written
-from mini_agent.store.diff import continues as _continues
-from mini_agent.store.diff import digest as _digest
-from mini_agent.store.diff import header as _header
-from mini_agent.store.diff import step_rows as _step_rows
-from mini_agent.store.diff import unchanged as _unchanged
-from mini_agent.store.diff import update_header as _update_header
+from mini_agent.store import codec, diff
 from mini_agent.store.files import FIX_HINT, explain, private_file, private_folder, tighten
 from mini_agent.store.schema import HEADER, INSERT_MESSAGE, MIGRATIONS, SUMMARY, UPSERT_SESSION, UPSERT_STEP
 from mini_agent.store.wal import BACKSTOP_PAGES, WalCheckpointer
@@ -129,7 +119,7 @@ class SqliteStore:
         self.busy_timeout = busy_timeout
         self.lease_stale_after = lease_stale_after
         self._lock = threading.RLock()
-        self._written: dict[str, _Written] = {}
+        self._written: dict[str, diff.Written] = {}
         self._host = socket.gethostname()
         try:
             private_folder(self.path.parent)
@@ -245,18 +235,18 @@ class SqliteStore:
     def _change(self, session: AgentSession) -> _Change | None:
         """What saving the session would write; None when the store already holds it all."""
         mark = self._written.get(session.session_id)
-        if mark is not None and not _continues(session, mark):
+        if mark is not None and not diff.continues(session, mark):
             mark = None  # a new setup, or history rewritten rather than appended to: store it whole
-        header = _header(session)
-        steps, last_step = _step_rows(session, mark)
-        if mark is not None and _unchanged(session, mark, header, steps):
+        header = diff.header(session)
+        steps, last_step = diff.step_rows(session, mark)
+        if mark is not None and diff.unchanged(session, mark, header, steps):
             return None
         return _Change(session, mark, header, steps, last_step)
 
     def _remember(
         self, session: AgentSession, header: tuple[Any, ...], last_step: bytes, version: int
     ) -> None:
-        self._written[session.session_id] = _Written(
+        self._written[session.session_id] = diff.Written(
             len(session.messages), len(session.steps), last_step, header, session.config, list(session.tools),
             version,
         )
@@ -267,9 +257,9 @@ class SqliteStore:
         what a save that finds nothing to write costs, where `load` costs O(history)."""
         with self._lock, self._errors(f"checking session {session.session_id}"):
             mark = self._written.get(session.session_id)
-            if mark is None or mark.version != _data_version(self._conn) or not _continues(session, mark):
+            if mark is None or mark.version != _data_version(self._conn) or not diff.continues(session, mark):
                 return False
-            return _unchanged(session, mark, _header(session), _step_rows(session, mark)[0])
+            return diff.unchanged(session, mark, diff.header(session), diff.step_rows(session, mark)[0])
 
     def load(self, session_id: str) -> AgentSession | None:
         with self._transaction(f"loading session {session_id}", "DEFERRED") as conn:
@@ -291,7 +281,7 @@ class SqliteStore:
         except (ValueError, TypeError, KeyError) as exc:
             message = f"session {session_id} in {self.path} cannot be read ({exc!r}); delete it or {FIX_HINT}"
             raise StoreError(message, self.path) from exc
-        self._remember(session, _header(session), _digest(steps[-1]) if steps else b"", version)
+        self._remember(session, diff.header(session), diff.digest(steps[-1]) if steps else b"", version)
         return session
 
     def forget(self, session_id: str) -> None:
@@ -322,7 +312,7 @@ class SqliteStore:
 
     def save_registrations(self, items: Registrations) -> None:
         with self._transaction("saving tool registrations") as conn:
-            conn.execute("INSERT OR REPLACE INTO kv VALUES ('registrations', ?)", (_dumps(items),))
+            conn.execute("INSERT OR REPLACE INTO kv VALUES ('registrations', ?)", (codec.dumps(items),))
 
     def load_registrations(self) -> Registrations:
         with self._transaction("loading tool registrations", "DEFERRED") as conn:
@@ -392,7 +382,7 @@ class _Change:
     """One session's part of a save: what the store holds of it (`mark`), and what to write."""
 
     session: AgentSession
-    mark: _Written | None
+    mark: diff.Written | None
     header: tuple[Any, ...]
     steps: list[tuple[str, int, str]]
     last_step: bytes
@@ -400,11 +390,11 @@ class _Change:
     def write(self, conn: sqlite3.Connection) -> None:
         session, mark, header, steps = self.session, self.mark, self.header, self.steps
         sid = session.session_id
-        if mark is not None and not _update_header(conn, header, mark.header):
+        if mark is not None and not diff.update_header(conn, header, mark.header):
             mark = None  # the row was deleted meanwhile
-            steps, self.last_step = _step_rows(session, None)
+            steps, self.last_step = diff.step_rows(session, None)
         if mark is None:
-            setup = (_dumps(session.config), _dumps(session.tools))
+            setup = (codec.dumps(session.config), codec.dumps(session.tools))
             conn.execute(UPSERT_SESSION, (*header[:-1], *setup, sid))
             conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
             conn.execute("DELETE FROM steps WHERE session_id = ?", (sid,))
@@ -426,8 +416,9 @@ def _data_version(conn: sqlite3.Connection) -> int:
 def _message_rows(sid: str, messages: list[Message], first: int) -> Iterator[tuple[Any, ...]]:
     for seq in range(first, len(messages)):
         m = messages[seq]
-        calls = _dumps(m.tool_calls) if m.tool_calls else None
-        yield sid, seq, m.role.value, _text(m.content), calls, _text(m.tool_call_id), _text(m.name)
+        calls = codec.dumps(m.tool_calls) if m.tool_calls else None
+        text = codec.sql_text
+        yield sid, seq, m.role.value, text(m.content), calls, text(m.tool_call_id), text(m.name)
 
 
 def _session_from(
@@ -437,21 +428,22 @@ def _session_from(
      updated_at, config, tools) = head
     return AgentSession(
         session_id=sid,
-        task=_str(task),
-        config=_loads(AgentConfig, config),
-        tools=_loads(list[ToolSpec], tools),
+        task=codec.from_sql(task),
+        config=codec.loads(AgentConfig, config),
+        tools=codec.loads(list[ToolSpec], tools),
         messages=[
-            Message(Role(role), _str(content), _loads(tuple[ToolCall, ...], calls) if calls else (),
-                    _str(call_id), _str(name))
+            Message(Role(role), codec.from_sql(content),
+                    codec.loads(tuple[ToolCall, ...], calls) if calls else (),
+                    codec.from_sql(call_id), codec.from_sql(name))
             for role, content, calls, call_id, name in messages
         ],
-        steps=[_loads(StepRecord, record) for record in steps],
+        steps=[codec.loads(StepRecord, record) for record in steps],
         status=SessionStatus(status),
         stop_reason=StopReason(stop_reason) if stop_reason is not None else None,
-        final_answer=_str(final_answer),
+        final_answer=codec.from_sql(final_answer),
         usage=TokenUsage(prompt, completion, cached),
-        standing_decisions=_loads(dict[str, Decision], standing),
-        pending=_loads(list[PendingApproval], pending),
+        standing_decisions=codec.loads(dict[str, Decision], standing),
+        pending=codec.loads(list[PendingApproval], pending),
         created_at=created_at,
         updated_at=updated_at,
     )
@@ -460,7 +452,8 @@ def _session_from(
 def _row(values: tuple[Any, ...]) -> SessionRow:
     sid, task, status, stop_reason, final_answer, steps, prompt, completion, cached, created, updated = values
     reason = StopReason(stop_reason) if stop_reason else None
-    return SessionRow(sid, _str(task), SessionStatus(status), reason, _str(final_answer), steps,
+    text = codec.from_sql
+    return SessionRow(sid, text(task), SessionStatus(status), reason, text(final_answer), steps,
                       TokenUsage(prompt, completion, cached), created, updated)
 
 
