@@ -34,6 +34,11 @@ log = logging.getLogger(__name__)
 
 
 class Workspace:
+    """One workspace (`root`) as every door serves it: its runtime, composed with the model client,
+    the tool registry (workspace files, client tools, MCP servers), the store and the window probe;
+    what it may trust; and `client`, the door that asked for it. It is the core's `Approver` and its
+    event sink: a permission prompt goes to `client.ask_permission`, each event to `client.publish`."""
+
     def __init__(
         self, root: Path, options: InitOptions, client: Client, *, config: WorkspaceConfig | None = None
     ) -> None:
