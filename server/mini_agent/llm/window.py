@@ -2,8 +2,8 @@
 
 vLLM reports `max_model_len` in `/v1/models`; llama.cpp's own server `n_ctx` in `/props`; Ollama the
 `num_ctx` set in a model's parameters (`/api/show`), else it runs with its default of 2048 (older
-releases; newer ones give more, so 2048 stays on the safe side). Every question has a short timeout,
-and each answer — none included — is kept per base URL and model.
+releases; newer ones give more, so 2048 stays on the safe side). Every question has a short timeout
+and a bound on the answer's size, and each answer — none included — is kept per base URL and model.
 """
 
 from __future__ import annotations
@@ -12,11 +12,15 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mini_agent.core.contracts import LLMConfig
 
+if TYPE_CHECKING:
+    import aiohttp
+
 PROBE_TIMEOUT_SEC = 2.0
+PROBE_MAX_BYTES = 1 << 20  # an answer past this says nothing usable: the next question is asked
 OLLAMA_DEFAULT_CTX = 2048
 
 # How servers word a prompt longer than their window (vLLM, llama.cpp, llama-cpp-python, Ollama, OpenAI).
@@ -70,12 +74,24 @@ class ServerWindowProbe:
                     async with http.request(method, url, json=body) as resp:
                         if resp.status != 200:
                             continue
-                        found = read(json.loads(await resp.read()))
+                        found = read(await _bounded_json(resp))
                 except (aiohttp.ClientError, TimeoutError, ValueError):
                     continue
                 if isinstance(found, int) and found > 0:
                     return found
         return None
+
+
+async def _bounded_json(resp: aiohttp.ClientResponse) -> Any:
+    """The answer's JSON, refused (ValueError) past `PROBE_MAX_BYTES`, announced or sent."""
+    if resp.content_length is not None and resp.content_length > PROBE_MAX_BYTES:
+        raise ValueError(f"the answer announced {resp.content_length} bytes")
+    raw = bytearray()
+    async for chunk in resp.content.iter_any():
+        raw += chunk
+        if len(raw) > PROBE_MAX_BYTES:
+            raise ValueError(f"the answer passed {PROBE_MAX_BYTES} bytes")
+    return json.loads(raw)
 
 
 def _vllm(data: Any, model: str) -> int | None:

@@ -5,7 +5,7 @@ Importing pygls and lsprotocol's types takes most of a bare pygls server's start
 (`capabilities.initialize_result`). So the first message is read here with the standard library; when it
 is an ordinary `initialize`, the answer goes out at once, and the message, still in the read buffer,
 then reaches pygls, which builds its workspace from it as always. pygls' own answer to it is not sent:
-`pygls_compat.EarlyAnswerCheck` compares it with the one sent here and logs an error where they differ.
+`pygls_compat.CompatProtocol` compares it with the one sent here and logs an error where they differ.
 Anything else (another first message, a bad frame, options that are not an object) reaches pygls
 untouched and pygls answers it, errors included.
 """

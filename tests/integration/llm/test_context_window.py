@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 from mini_agent.core.contracts import LLMConfig, LLMError, Message, Role, ToolSpec
 from mini_agent.llm.client import OpenAICompatibleClient
-from mini_agent.llm.window import ServerWindowProbe
+from mini_agent.llm.window import PROBE_MAX_BYTES, ServerWindowProbe
 from mini_agent.scripted import ReplayServer
 
 
@@ -53,6 +53,13 @@ async def serve(routes: dict[str, Any]) -> AsyncIterator[str]:
         ({"/api/show": {"model_info": {"llama.context_length": 131072}, "parameters": "num_ctx 8192"}}, 8192),
         ({"/api/show": {"model_info": {"llama.context_length": 131072}}}, 2048),  # Ollama's default num_ctx
         ({"/v1/models": {"data": [{"id": "x"}]}}, None),  # says nothing: the documented default applies
+        (  # an answer past the probe's bound is not read: the next question is asked
+            {
+                "/v1/models": {"data": [{"id": "x", "max_model_len": 4096, "pad": "x" * PROBE_MAX_BYTES}]},
+                "/props": {"default_generation_settings": {"n_ctx": 1024}},
+            },
+            1024,
+        ),
     ],
 )
 async def test_the_window_is_read_where_each_server_says_it(
