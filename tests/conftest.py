@@ -5,12 +5,13 @@ pytest-lsp, and a tool host. Helpers live in tests/support; this file also marks
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+from mini_agent.store.sqlite import SqliteStore
 from mini_agent.tools.host import ToolHost
 from mini_agent.tools.registry import ToolRegistry
 
@@ -68,3 +69,15 @@ async def registry(workspace: Path) -> AsyncIterator[ToolRegistry]:
     tools = ToolRegistry(workspace, timeout_sec=10)
     yield tools
     await tools.aclose()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """Where a workspace keeps its sessions (the store's tests, in both tiers)."""
+    return tmp_path / "ws" / ".mini-agent" / "sessions.db"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[SqliteStore]:
+    with SqliteStore(db) as opened:
+        yield opened

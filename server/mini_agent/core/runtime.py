@@ -233,7 +233,6 @@ class AgentRuntime:
         async with self._book.leased(session_id) as (session, flight):
             return await self._stepper.step(session, flight, wait_for_approval)
 
-
     # -- background work ------------------------------------------------------------------------
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from mini_agent_client.rpc import Connection
 
+from ...support.clients import CLIENTS
 from ...support.daemon import DAEMON, daemon_env
 
 # An lsprotocol that waits for a gate file before it loads the real one: a daemon that needs it to
@@ -26,20 +27,6 @@ sys.path.remove({shim!r})
 del sys.modules["lsprotocol"]
 sys.modules["lsprotocol"] = importlib.import_module("lsprotocol")
 """
-
-CLIENTS = {
-    "bare": {},
-    "editor-like": {
-        "general": {"positionEncodings": ["utf-32", "utf-16"]},
-        "textDocument": {"synchronization": {"willSave": True, "willSaveWaitUntil": True, "didSave": True},
-                         "rename": {"prepareSupport": True}},
-        "workspace": {"fileOperations": {"didCreate": True, "willRename": True}, "workspaceFolders": True},
-        "notebookDocument": {"synchronization": {"dynamicRegistration": True}},
-        "window": {"workDoneProgress": True},
-    },
-    "unknown encodings": {"general": {"positionEncodings": ["utf-7"]}},
-}
-
 
 @contextlib.asynccontextmanager
 async def daemon(root: Path, env: dict[str, str], stderr: Path | None = None) -> AsyncIterator[Connection]:

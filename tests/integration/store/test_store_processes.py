@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,28 +13,10 @@ from mini_agent.core.contracts import (
 )
 from mini_agent.core.runtime import AgentRuntime
 from mini_agent.core.stepper import INTERRUPTED
-from mini_agent.store import sqlite as store_module
 from mini_agent.store.sqlite import SqliteStore
 
+from ...support.daemon import daemon_env
 from ...support.fakes import ScriptedModel, Tools
-
-SERVER = Path(store_module.__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "ws" / ".mini-agent" / "sessions.db"
-
-
-@pytest.fixture
-def store(db: Path) -> Iterator[SqliteStore]:
-    with SqliteStore(db) as opened:
-        yield opened
-
-
-def child_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(SERVER), os.environ.get("PYTHONPATH", "")])}
-
 
 # -- round trips ----------------------------------------------------------------------------------
 
@@ -79,7 +60,7 @@ asyncio.run(main())
 @pytest.mark.asyncio
 async def test_a_tool_cut_off_by_a_killed_daemon_is_reported_interrupted_not_rerun(db: Path) -> None:
     crasher = subprocess.Popen([sys.executable, "-c", CRASHER, str(db)], stdout=subprocess.PIPE, text=True,
-                               env=child_env())
+                               env=daemon_env())
     assert crasher.stdout is not None
     session_id = crasher.stdout.readline().strip()
     crasher.kill()
@@ -107,7 +88,7 @@ sys.stdin.read()  # keep the lease (and the pid) alive until the test closes std
 
 def holders(db: Path, owners: list[str]) -> list[subprocess.Popen[str]]:
     procs = [subprocess.Popen([sys.executable, "-c", HOLDER, str(db), owner], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=child_env()) for owner in owners]
+                              stdout=subprocess.PIPE, text=True, env=daemon_env()) for owner in owners]
     for proc in procs:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     return procs

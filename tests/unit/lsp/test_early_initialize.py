@@ -3,7 +3,6 @@ know: the daemon's own server runs pygls' initialize in memory, and `CompatProto
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
@@ -11,19 +10,13 @@ import pytest
 from mini_agent.lsp import boot, pygls_compat
 from mini_agent.lsp.server import AgentProtocol, server
 
-# The client capabilities tests/e2e/lsp/test_startup.py (CLIENTS) and tests/e2e/lsp/test_protocol_errors.py
-# send, and a few neighbours of theirs that the early answer treats apart.
+from ...support.clients import CLIENTS as SHAPES
+from ...support.writer import Sink
+
+# The client capabilities the e2e tests send (support.clients; tests/e2e/lsp/test_protocol_errors.py's is
+# "protocol errors" below), and a few neighbours of theirs that the early answer treats apart.
 CLIENTS: dict[str, dict[str, Any]] = {
-    "bare": {},
-    "editor-like": {
-        "general": {"positionEncodings": ["utf-32", "utf-16"]},
-        "textDocument": {"synchronization": {"willSave": True, "willSaveWaitUntil": True, "didSave": True},
-                         "rename": {"prepareSupport": True}},
-        "workspace": {"fileOperations": {"didCreate": True, "willRename": True}, "workspaceFolders": True},
-        "notebookDocument": {"synchronization": {"dynamicRegistration": True}},
-        "window": {"workDoneProgress": True},
-    },
-    "unknown encodings": {"general": {"positionEncodings": ["utf-7"]}},
+    **SHAPES,
     "utf-8 first": {"general": {"positionEncodings": ["utf-8", "utf-32"]}},
     "no encodings": {"general": {"positionEncodings": []}},
     "willSave only": {"textDocument": {"synchronization": {"willSave": True}}},
@@ -37,17 +30,6 @@ PARAMS: dict[str, dict[str, Any]] = {
                         "initializationOptions": {}},
     "no options": {"processId": None, "rootUri": None, "capabilities": {}},
 }
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.buffer = io.BytesIO()
-
-    def write(self, data: bytes) -> None:
-        self.buffer.write(data)
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ private member the bend relies on. In memory only: a fresh pygls server, a Bytes
 from __future__ import annotations
 
 import inspect
-import io
-import json
 import threading
 from importlib.metadata import version
 from typing import Any
@@ -18,30 +16,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol, default_converter
 from pygls.server import JsonRPCServer
 
-
-class Sink:
-    """A pygls writer that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.buffer = io.BytesIO()
-
-    def write(self, data: bytes) -> None:
-        self.buffer.write(data)
-
-    def close(self) -> None:
-        pass
-
-    def messages(self) -> list[dict[str, Any]]:
-        """The frames written, headers checked and taken off."""
-        found, data = [], self.buffer.getvalue()
-        while data:
-            head, _, rest = data.partition(b"\r\n\r\n")
-            lengths = [line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")]
-            assert len(lengths) == 1, head
-            length = int(lengths[0].partition(b":")[2])
-            found.append(json.loads(rest[:length]))
-            data = rest[length:]
-        return found
+from ...support.writer import Sink
 
 
 class Recording(pygls_compat.CompatProtocol):

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -45,17 +45,6 @@ READ = ToolSpec(
     source=ToolSource("tools/files.py", "read_file", 12), title="Read file", idempotent=True, timeout_sec=2.5,
 )
 WIPE = ToolSpec("wipe", "Delete things.", {"type": "object", "properties": {}}, requires_approval=True)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "ws" / ".mini-agent" / "sessions.db"
-
-
-@pytest.fixture
-def store(db: Path) -> Iterator[SqliteStore]:
-    with SqliteStore(db) as opened:
-        yield opened
 
 
 def fresh(sid: str = "sess_1", task: str = "Count the lines in README.md") -> AgentSession:
