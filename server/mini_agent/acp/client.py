@@ -1,18 +1,20 @@
 """The ACP door's side of `app.port.Client`: one workspace's events as `session/update`, its permission
 prompts as `session/request_permission` (with a write's diff), and its client tools as the editor's
-`fs/*`. Every outgoing message is built from the ACP SDK's schema models.
+`fs/*`. Every outgoing message is built from the ACP SDK's schema models. It is also `app.port.Scoping`:
+the editor's file tools take paths, and a call that reaches outside the workspace is asked every time,
+its request showing the resolved path and offering once-options only.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp.connection import Connection
 from acp.schema import (
-    PermissionOption,
     RequestPermissionRequest,
     RequestPermissionResponse,
     SessionNotification,
@@ -22,6 +24,7 @@ from acp.schema import (
 from mini_agent.acp import editor_fs, updates
 from mini_agent.acp.transport import LineTransport
 from mini_agent.app.port import Answer, ToolList
+from mini_agent.app.scope import Scope
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.events import AgentEvent, UserTurn
 from mini_agent.core.session import AgentSession, Decision
@@ -30,17 +33,6 @@ if TYPE_CHECKING:
     from mini_agent.app.workspace import Workspace
 
 log = logging.getLogger(__name__)
-
-PERMISSION_OPTIONS = [
-    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
-    PermissionOption(
-        option_id="allow_always", name="Always allow this tool in this session", kind="allow_always"
-    ),
-    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-    PermissionOption(
-        option_id="reject_always", name="Always reject this tool in this session", kind="reject_always"
-    ),
-]
 
 
 class AcpClient:
@@ -83,13 +75,25 @@ class AcpClient:
     def tools_changed(self, tools: ToolList) -> None:
         """ACP has no tool-list notification: a new tool shows when the model calls it."""
 
+    def scope(self, call: ToolCall) -> Scope | None:
+        """`app.port.Scoping`: where a call of the editor's file tools reaches."""
+        where = editor_fs.scope(self.root, call)
+        return where.scope if where is not None else None
+
     async def ask_permission(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Answer | None:
-        """Ask the client; a `cancelled` outcome cancels the turn, a failure leaves the call waiting."""
+        """Ask the client; a `cancelled` outcome cancels the turn, a failure leaves the call waiting. A
+        call outside the workspace is shown by its resolved path, with once-options only, and its
+        rejection tells the model why."""
         conn = self._connection()
+        where = editor_fs.scope(self.root, call)
+        outside = editor_fs.outside_note(self.root, where)
         content, locations = await editor_fs.review(conn, self.root, session.session_id, call)
         tool_call = updates.permission_call(call, self.kind_of(call.name), content, locations)
+        if where is not None and outside is not None:
+            shown = replace(call, arguments={**call.arguments, "path": str(where.path)})
+            tool_call.title = f"{updates.title(shown)} outside the workspace"
         request = RequestPermissionRequest(
-            session_id=session.session_id, tool_call=tool_call, options=PERMISSION_OPTIONS
+            session_id=session.session_id, tool_call=tool_call, options=editor_fs.options(where)
         )
         try:
             raw = await editor_fs.send(conn, "session/request_permission", request)
@@ -102,10 +106,11 @@ class AcpClient:
                 self.workspace.runtime.cancel(session.session_id)
             return None
         try:
-            return Decision(answer.option_id), None
+            decision = Decision(answer.option_id)
         except ValueError:
             log.warning("session/request_permission: unknown option %r", answer.option_id)
             return None
+        return decision, None if decision.allows else outside
 
     async def run_tool(self, session_id: str, call: ToolCall) -> Any:
         """The registry's client tools: here the editor's file tools, run over `fs/*`."""

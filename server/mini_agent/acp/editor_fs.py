@@ -5,6 +5,10 @@ buffers and its writes land in the editor (which may show them, undo them, or sa
 client tools in the registry, like `agent/registerTool {client: true}` on the LSP door; a write always
 requires approval, and its permission request carries the change as a `diff` so the editor can show a
 real review.
+
+The path the model picks is confined to the session's folder (`app.scope`): resolved against it (`..`
+and symlinks), sent to the editor as it resolves, and a read or write that lands outside the folder is
+asked every time, its permission request showing the real path and offering once-options only.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from acp.connection import Connection
 from acp.schema import (
     FileEditToolCallContent,
     FileSystemCapabilities,
+    PermissionOption,
     ReadTextFileRequest,
     ReadTextFileResponse,
     ToolCallLocation,
@@ -23,6 +28,7 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
+from mini_agent.app.scope import Scope, Target, target
 from mini_agent.core.contracts import ToolCall
 
 if TYPE_CHECKING:
@@ -65,9 +71,39 @@ def register(registry: ToolRegistry, fs: FileSystemCapabilities | None) -> None:
         )
 
 
-def absolute(root: Path, path: str) -> str:
-    """ACP wants absolute paths; the model may well write them relative to the workspace."""
-    return str(Path(path) if Path(path).is_absolute() else root / path)
+PERMISSION_OPTIONS = [
+    PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+    PermissionOption(
+        option_id="allow_always", name="Always allow this tool in this session", kind="allow_always"
+    ),
+    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+    PermissionOption(
+        option_id="reject_always", name="Always reject this tool in this session", kind="reject_always"
+    ),
+]
+ONCE_OPTIONS = [option for option in PERMISSION_OPTIONS if option.kind in ("allow_once", "reject_once")]
+OUTSIDE = "{path} is outside the workspace {root}"
+
+
+def scope(root: Path, call: ToolCall) -> Target | None:
+    """Where a call of the editor's file tools reaches (None for any other call, or a path that is no
+    string: the call fails on its arguments)."""
+    path = call.arguments.get("path")
+    if call.name not in (READ, WRITE) or not isinstance(path, str):
+        return None
+    return target(root, path)
+
+
+def options(where: Target | None) -> list[PermissionOption]:
+    """What a permission request offers: once-options only for a call outside the folder."""
+    return ONCE_OPTIONS if where is not None and where.scope is Scope.OUTSIDE else PERMISSION_OPTIONS
+
+
+def outside_note(root: Path, where: Target | None) -> str | None:
+    """The words that say a call reaches outside the folder (None when it does not)."""
+    if where is None or where.scope is not Scope.OUTSIDE:
+        return None
+    return OUTSIDE.format(path=where.path, root=root)
 
 
 async def send(conn: Connection, method: str, request: BaseModel) -> Any:
@@ -76,7 +112,8 @@ async def send(conn: Connection, method: str, request: BaseModel) -> Any:
 
 
 async def run(conn: Connection, root: Path, session_id: str, name: str, args: dict[str, Any]) -> str:
-    path = absolute(root, args["path"])
+    """Run one of the tools on the path as it resolves (the one its approval was asked for)."""
+    path = str(target(root, args["path"]).path)
     if name == READ:
         bounds = {key: args[key] for key in ("line", "limit") if key in args}
         read = ReadTextFileRequest(session_id=session_id, path=path, **bounds)
@@ -91,17 +128,20 @@ Review = tuple[list[FileEditToolCallContent], list[ToolCallLocation]]
 
 
 async def review(conn: Connection, root: Path, session_id: str, call: ToolCall) -> Review:
-    """What a permission request for `call` adds: for a write, the change as a diff against the text
-    the editor has now (none when the file is new), and where it lands."""
-    path = call.arguments.get("path")
-    content = call.arguments.get("content")
-    if call.name != WRITE or not isinstance(path, str) or not isinstance(content, str):
+    """What a permission request for `call` adds: where it lands, as the path resolves, and for a write
+    the change as a diff against the text the editor has now (none when the file is new)."""
+    where = scope(root, call)
+    if where is None:
         return [], []
-    target = absolute(root, path)
+    path = str(where.path)
+    location = [ToolCallLocation(path=path)]
+    content = call.arguments.get("content")
+    if call.name != WRITE or not isinstance(content, str):
+        return [], location
     old: str | None
     try:
-        old = await run(conn, root, session_id, READ, {"path": target})
+        old = await run(conn, root, session_id, READ, {"path": path})
     except Exception:  # a new file, or an editor that cannot read it: the diff shows it all as new
         old = None
-    diff = FileEditToolCallContent(type="diff", path=target, new_text=content, old_text=old)
-    return [diff], [ToolCallLocation(path=target)]
+    diff = FileEditToolCallContent(type="diff", path=path, new_text=content, old_text=old)
+    return [diff], location

@@ -4,6 +4,9 @@ Four things, whatever the protocol: ask a person about a tool call, run a tool t
 that the tool list changed, and publish one of the core's typed events. The LSP door renders these as
 `agent/*` messages, the ACP door as `session/*` ones; `app` never spells either.
 
+A door whose own tools name paths also says where a call of them reaches (`Scoping`): the workspace
+decides such a call by its scope (`scope.ask_for`).
+
 `RecordingClient` is the fake that ships beside the seam: it answers permission prompts from a queue,
 runs client tools with a function, and keeps what it was told, for tests of `app` without a door.
 """
@@ -12,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from mini_agent.app.scope import Scope
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.events import AgentEvent
 from mini_agent.core.session import AgentSession, Decision
@@ -75,6 +79,16 @@ class Client(Protocol):
 
     def publish(self, event: AgentEvent) -> None:
         """One of the core's events, live or replayed, in order."""
+        ...
+
+
+@runtime_checkable
+class Scoping(Protocol):
+    """A client whose own tools take paths the model picks (ACP's editor file tools)."""
+
+    def scope(self, call: ToolCall) -> Scope | None:
+        """Where `call` reaches, resolved against the session's folder; None for a call of a tool that
+        names no path."""
         ...
 
 

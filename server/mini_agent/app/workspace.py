@@ -13,15 +13,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from mini_agent.app import scope
 from mini_agent.app.config import WorkspaceConfig
 from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
-from mini_agent.app.port import Answer, Client, HeldRegistration, ToolList
+from mini_agent.app.port import Answer, Client, HeldRegistration, Scoping, ToolList
 from mini_agent.core.budget import find_observation
 from mini_agent.core.contracts import LLMConfig, Observation, SessionStatus, ToolCall, ToolSpec
 from mini_agent.core.errors import UnknownToolCall
 from mini_agent.core.events import AgentEvent, StatusChanged, ThoughtChunk
 from mini_agent.core.runtime import AgentRuntime
-from mini_agent.core.session import AgentConfig, AgentSession, Decision
+from mini_agent.core.session import AgentConfig, AgentSession, Ask, Decision
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.formats import reply_format
 from mini_agent.llm.window import ServerWindowProbe
@@ -89,6 +90,8 @@ class Workspace:
         )
         self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
         self._thought_parts: dict[tuple[str, int], list[str]] = {}
+        if self.store is not None and not self.trusted:
+            self.store.adopt = self._adopt
 
     def watch(self, session_id: str, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
         """Also send a session's updates to `callback` (e.g. a $/progress reporter); returns the undo."""
@@ -157,6 +160,8 @@ class Workspace:
     async def trust(self) -> list[str]:
         """The user trusts the workspace: import the registrations held back; returns the problems."""
         self.trusted = True
+        if self.store is not None:
+            self.store.adopt = None  # the sessions read before stay as they were adopted
         held, self.unloaded = self.unloaded, []
         problems = await self.registry.restore([h.record for h in held]) + await self._configured_tools()
         self.tools_changed(persist=False)
@@ -166,6 +171,13 @@ class Workspace:
         """The files the workspace configuration file names, registered as a stored record would be."""
         problems = await self.registry.restore([{"path": path} for path in self.config.tools])
         return [f"{self.config.source}: tools: {problem}" for problem in problems]
+
+    def _adopt(self, session: AgentSession) -> None:
+        """A session read from the store of a workspace not trusted (the store may have come with a
+        cloned repository): nothing stored there is acted on. It runs with this workspace's own model
+        settings (its stored ones only where they name the same server), and its standing and pending
+        decisions that allow a call are dropped (those that reject stay; a dropped call is asked again)."""
+        distrust(session, self.runtime.defaults.llm)
 
     def standing_policy(self) -> dict[str, Decision]:
         """The workspace file's approval policy, as the standing decisions a new session starts with:
@@ -329,6 +341,12 @@ class Workspace:
         """The core's `Approver`: the client asks the person; None leaves the call waiting."""
         return await self.client.ask_permission(session, call, spec)
 
+    def ask_for(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Ask:
+        """The core's `CallPolicy`: a call the client says reaches outside the workspace is asked
+        every time (`scope.ask_for`)."""
+        where = self.client.scope(call) if isinstance(self.client, Scoping) else None
+        return scope.ask_for(spec, where)
+
     async def aclose(self) -> None:
         await self.runtime.aclose()
         await asyncio.gather(*self._mcp_releases)
@@ -339,3 +357,11 @@ class Workspace:
             self.store.release_all(self.runtime.owner)
             self.store.close()
 
+
+def distrust(session: AgentSession, own: LLMConfig) -> None:
+    """What of a stored session a workspace not trusted takes up: the model settings `own` (the
+    stored ones only where they name the same server), no decision that allows a call."""
+    if session.config.llm.base_url.rstrip("/") != own.base_url.rstrip("/"):
+        session.config = session.config.with_overrides(llm=own)
+    session.standing_decisions = {n: d for n, d in session.standing_decisions.items() if not d.allows}
+    session.pending = [p for p in session.pending if p.decision is None or not p.decision.allows]

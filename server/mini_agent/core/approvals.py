@@ -1,9 +1,11 @@
 """Approvals: the decisions tool calls need before they run.
 
-A call whose tool requires approval gets a pending entry: decided at once by a standing decision of
-the session, else asked of the approver (the editor's prompt, in a task the runtime owns, since the
-answer may come long after the step that asked has returned) and decided by whoever answers first:
-that prompt, `agent/approve` here, or another daemon sharing the store. A step that may wait for the
+How each call is decided (`session.Ask`) is the approver's word where it gives one (`CallPolicy`: it
+may know that a call reaches outside the workspace), else its tool's `requires_approval`. A call that
+needs a decision gets a pending entry: decided at once by a standing decision of the session (unless
+it is asked every time), else asked of the approver (the editor's prompt, in a task the runtime owns,
+since the answer may come long after the step that asked has returned) and decided by whoever answers
+first: that prompt, `agent/approve` here, or another daemon sharing the store. A step that may wait for the
 decisions waits here, woken by a decision made in this daemon and looking in the store for one made
 elsewhere every `APPROVAL_POLL_SEC`.
 """
@@ -12,17 +14,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.errors import UnknownApproval
 from mini_agent.core.flight import Flight
 from mini_agent.core.ports import Approver, SessionStore, ToolExecutor
-from mini_agent.core.session import AgentSession, Decision, PendingApproval, StoreUnavailable
+from mini_agent.core.session import AgentSession, Ask, Decision, PendingApproval, StoreUnavailable
 
 APPROVAL_POLL_SEC = 0.5  # how often a run waiting on a decision looks for one made by another daemon
 
 Spawn = Callable[[Coroutine[Any, Any, None]], None]
+
+
+@runtime_checkable
+class CallPolicy(Protocol):
+    """An approver that also says how each call is decided (its tool's `requires_approval` is the
+    default, and the approver may know more, e.g. where a call's path leads)."""
+
+    def ask_for(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Ask: ...
 
 
 class Approvals:
@@ -49,19 +59,32 @@ class Approvals:
         standing decision covers it); True when every pending call of the session is decided."""
         for call in calls:
             spec = self._tools.get(call.name)
-            if spec is None or not spec.requires_approval or pending_for(session, call.id) is not None:
+            if spec is None or pending_for(session, call.id) is not None:
                 continue
-            standing = session.standing_decisions.get(call.name)
-            session.pending.append(PendingApproval(call, step_index, standing))
+            ask = self.ask_for(session, call, spec)
+            if ask is Ask.NEVER:
+                continue
+            every_time = ask is Ask.EVERY_TIME
+            standing = None if every_time else session.standing_decisions.get(call.name)
+            session.pending.append(PendingApproval(call, step_index, standing, every_time=every_time))
             if standing is None:
-                self._ask(session, call, spec)
+                self._prompt(session, call, spec)
         return all(p.decision is not None for p in session.pending)
 
+    def ask_for(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Ask:
+        """How `call` is decided: the approver's word (`CallPolicy`), else the tool's."""
+        if isinstance(self._approver, CallPolicy):
+            return self._approver.ask_for(session, call, spec)
+        return Ask.UNLESS_STANDING if spec.requires_approval else Ask.NEVER
+
     def decide(self, session: AgentSession, call_id: str, decision: Decision, reason: str | None) -> None:
-        """Record a decision on a pending call, and wake the step waiting for it."""
+        """Record a decision on a pending call, and wake the step waiting for it. A call asked every
+        time takes an `always` answer as its `once` twin: it stands for no other call."""
         pending = pending_for(session, call_id)
         if pending is None:
             raise UnknownApproval(session.session_id, call_id)
+        if pending.every_time:
+            decision = decision.once
         pending.decision, pending.reason = decision, reason
         if decision.standing:
             session.standing_decisions[pending.call.name] = decision
@@ -105,7 +128,7 @@ class Approvals:
         for name, decision in stored.standing_decisions.items():
             session.standing_decisions.setdefault(name, decision)
 
-    def _ask(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> None:
+    def _prompt(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> None:
         if self._approver is None:
             return
         approver = self._approver

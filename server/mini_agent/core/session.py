@@ -55,6 +55,21 @@ class Decision(StrEnum):
     def standing(self) -> bool:
         return self in (Decision.ALLOW_ALWAYS, Decision.REJECT_ALWAYS)
 
+    @property
+    def once(self) -> Decision:
+        """The same answer for one call only."""
+        return Decision.ALLOW_ONCE if self.allows else Decision.REJECT_ONCE
+
+
+class Ask(StrEnum):
+    """How a tool call is decided: it runs without asking (`never`); a person is asked unless a
+    standing decision of the session answers (`unless_standing`); or a person is asked every time, no
+    standing decision covering the call and its answer standing for that call alone (`every_time`)."""
+
+    NEVER = "never"
+    UNLESS_STANDING = "unless_standing"
+    EVERY_TIME = "every_time"
+
 
 @dataclass(frozen=True, slots=True)
 class AgentConfig:
@@ -105,6 +120,7 @@ class PendingApproval:
     step_index: int
     decision: Decision | None = None
     reason: str | None = None
+    every_time: bool = False  # `Ask.EVERY_TIME`: no standing decision answers it, nor does its answer stand
 
 
 @dataclass(slots=True)
