@@ -119,6 +119,13 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
                              "reject all (default without a terminal)")
 
 
+def _resume_params(args: argparse.Namespace) -> dict[str, object]:
+    """The model settings named on the command line apply to the resumed session, not only to new ones."""
+    llm = {key: value for key, value in (("baseUrl", args.base_url), ("model", args.model),
+                                          ("toolMode", args.tool_mode)) if value}
+    return {"sessionId": args.session_id, **({"llm": llm} if llm else {})}
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -202,7 +209,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
         with CtrlC() as ctrl_c:
             async with _client(args, root) as (client, runner):
                 if "agent/resumeSession" in client.methods:
-                    await client.call("agent/resumeSession", {"sessionId": args.session_id})
+                    await client.call("agent/resumeSession", _resume_params(args))
                 return await runner(args.session_id, ctrl_c)
         return _outcome({}, interrupted=True)
     async with _spawn(root) as client:

@@ -2,22 +2,28 @@
 
 As Python tools do it: a `[tool.mini-agent]` table in `pyproject.toml`, or the same keys at the top of
 `.mini-agent/config.toml`, which wins when both exist (a whole-file choice, not a merge: one place
-says what the workspace wants). Keys are snake_case. Never an API key: that comes from the
-environment (`OPENAI_API_KEY`) or the client, because workspace files get committed and shared.
+says what the workspace wants). Keys are snake_case. Never an API key, anywhere in the table (an
+`api_key`, an MCP server's `Authorization` header or `*_API_KEY` variable): that comes from the
+environment (`OPENAI_API_KEY`) or the client, because workspace files get committed and shared. A file
+larger than `MAX_FILE_BYTES` is refused unread.
 
 Precedence, most specific first: the request (or `initializationOptions`), this file, the
 environment (`OPENAI_BASE_URL`, `MINI_AGENT_MODEL`), the defaults. A workspace that is not trusted
 (a cloned repository, say) gets the file's harmless keys only: its `tools`, `mcp_servers`,
 `approval.allow` and `llm.base_url` wait for trust, since they run its code or commands, approve for
-the user, or send the conversation elsewhere. `merged_options` builds the
+the user, or send the conversation elsewhere. An API key goes only to the server it was set for: the
+request's key to the request's base URL (or, when the request names none, to the environment's or the
+default one), the environment's key to the environment's, never to one the file names. `merged_options`
+builds the
 `initializationOptions` object those layers make, so both doors parse one value the one way they
 always have (`params.InitOptions`).
 """
 
 from __future__ import annotations
 
+import logging
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,11 +32,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.alias_generators import to_camel
 
 from mini_agent.app.options import InitOptions, llm_fields
+from mini_agent.core.contracts import LLMConfig
 from mini_agent.core.errors import AgentError
 from mini_agent.core.strict import parse
 
+log = logging.getLogger(__name__)
+
 CONFIG_FILE = Path(".mini-agent") / "config.toml"
 PYPROJECT = "pyproject.toml"
+MAX_FILE_BYTES = 1 << 20  # a larger workspace file is refused unread: parsing it would hold the daemon up
+# Names that hold a secret: a key `api_key` (any spelling: apiKey, api-key) anywhere in the table, and an
+# MCP server's header or variable (`{name, value}`) named so, or `Authorization`.
+_SECRET_NAMES = ("apikey",)
+_SECRET_HEADERS = ("authorization", "proxyauthorization")
 
 
 class ConfigError(AgentError):
@@ -97,17 +111,51 @@ def load(root: Path) -> WorkspaceConfig:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it: {exc}", file=str(path)) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(
+            f"{path}: larger than {MAX_FILE_BYTES} bytes, the most a workspace file may hold; it is not read",
+            file=str(path),
+        )
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         raise ConfigError(f"{path}: cannot read it as TOML: {exc}", file=str(path)) from None
 
 
+def _secrets(table: Mapping[str, Any], prefix: str) -> Iterator[str]:
+    """Where the table holds a secret, as dotted key paths (list items by index)."""
+    stack: list[tuple[str, Any]] = [(prefix.rstrip("."), table)]
+    while stack:
+        where, value = stack.pop()
+        at = f"{where}." if where else ""
+        if isinstance(value, Mapping):
+            name = value.get("name")
+            if isinstance(name, str) and "value" in value and _secret_name(name, _SECRET_HEADERS):
+                yield f"{where} ({name})"
+            for key, item in value.items():
+                if _secret_name(str(key), ()):
+                    yield f"{at}{key}"
+                stack.append((f"{at}{key}", item))
+        elif isinstance(value, list):
+            stack.extend((f"{at}{n}", item) for n, item in enumerate(value))
+
+
+def _secret_name(name: str, exact: tuple[str, ...]) -> bool:
+    plain = name.lower().replace("_", "").replace("-", "")
+    return plain in exact or any(part in plain for part in _SECRET_NAMES)
+
+
 def _parse(table: dict[str, Any], source: str, prefix: str) -> WorkspaceConfig:
-    llm = table.get("llm")
-    if "api_key" in table or (isinstance(llm, dict) and "api_key" in llm):
-        key = f"{prefix}llm.api_key" if isinstance(llm, dict) and "api_key" in llm else f"{prefix}api_key"
+    found = sorted(_secrets(table, prefix))
+    if found:
+        key = found[0]
         raise ConfigError(
-            f"{source}: {key}: an API key never goes in a workspace file; set OPENAI_API_KEY instead",
+            f"{source}: {key}: an API key never goes in a workspace file (it gets committed and shared); "
+            "set OPENAI_API_KEY, or give it in the client's settings, instead",
             file=source,
             key=key,
         )
@@ -162,11 +210,34 @@ def merged_options(
     merged: dict[str, Any] = {}
     for layer in layers:
         merged = _deep_merge(merged, layer)
-    llm = merged["llm"]
-    if llm.get("apiKey") == from_env["apiKey"] and llm.get("baseUrl") != from_env["baseUrl"]:
-        # the environment's key belongs to the environment's server, not to one a workspace file names
-        llm.pop("apiKey", None)
+    _key_stays_home(merged["llm"], (request or {}).get("llm"), from_env["apiKey"], from_env["baseUrl"])
     return merged
+
+
+def _key_stays_home(llm: Any, asked: Any, env_key: str | None, env_url: str | None) -> None:
+    """Drop the merged key unless the merged base URL is its own server: the request's key belongs to
+    the request's base URL, or (the request naming none) to the environment's or the default one; the
+    environment's key to the environment's. Never to a base URL the workspace file names."""
+    if not isinstance(llm, dict):
+        return  # not an object: parsing the options names that
+    asked = asked if isinstance(asked, Mapping) else {}
+    home = env_url or LLMConfig().base_url
+    if "apiKey" in asked:
+        owner = asked.get("baseUrl") or home
+    elif llm.get("apiKey") is not None and llm.get("apiKey") == env_key:
+        owner = home
+    else:
+        return
+    sent_to = llm.get("baseUrl") or LLMConfig().base_url
+    if not (isinstance(owner, str) and isinstance(sent_to, str)) or _server(sent_to) == _server(owner):
+        return
+    if llm.pop("apiKey", None):
+        log.warning("the API key set for %s is not sent to %s, the server this workspace uses", owner,
+                    sent_to)
+
+
+def _server(base_url: str) -> str:
+    return base_url.rstrip("/")
 
 
 def needs_trust(config: WorkspaceConfig) -> bool:

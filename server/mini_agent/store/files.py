@@ -1,7 +1,9 @@
 """The session store's file on disk: private to its owner, and SQLite's errors about it explained.
 
 The store holds prompts, tool output and file contents: only its owner may read it, whatever the
-umask. Modes are narrowed, never widened (a store made read-only on purpose stays read-only).
+umask. Modes are narrowed, never widened (a store made read-only on purpose stays read-only). A
+workspace's own store is opened only where it really lies inside the workspace (`link_in`): a folder or
+file committed as a link would have the daemon write, and narrow the mode of, something elsewhere.
 """
 
 from __future__ import annotations
@@ -13,6 +15,37 @@ import stat
 from pathlib import Path
 
 FIX_HINT = "set initializationOptions.store.path to use another file"
+
+
+def link_in(root: Path, path: Path) -> str | None:
+    """Why `path`, under `root`, must not be opened as one of the workspace's own files: a part of it
+    below `root` is a symbolic link, the file has other hard links, or its real path leads outside
+    `root`. None when nothing is wrong (a part that does not exist yet is fine)."""
+    part = root
+    for name in path.relative_to(root).parts:
+        part = part / name
+        try:
+            found = os.lstat(part)
+        except OSError:  # not there (yet), or under a file: opening it reports that
+            break
+        if stat.S_ISLNK(found.st_mode):
+            return f"{part} is a symbolic link"
+        if stat.S_ISREG(found.st_mode) and found.st_nlink > 1:
+            return f"{part} has other hard links"
+    real, inside = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    if not real.is_relative_to(inside):
+        return f"{path} leads outside {inside}"
+    return None
+
+
+def create_new(path: Path, text: str) -> None:
+    """Write a file that does not exist yet (never through a link, never over another file)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 def private_folder(folder: Path) -> None:

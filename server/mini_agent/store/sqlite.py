@@ -11,11 +11,15 @@ own (wal.py), not inside a commit the event loop waits for; the file's modes and
 errors are files.py's.
 
 A lease row per session keeps two daemons on one workspace from stepping the same session at once.
+
+A session this store did not write in this process (one that came with a cloned repository, say) goes
+through `adopt`, when set, as it is read: the workspace's word on what of it may be acted on.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -24,8 +28,8 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,13 +44,18 @@ from mini_agent.core.session import (
     StepRecord,
     StoreUnavailable,
 )
-from mini_agent.store import codec, diff
+from mini_agent.store import codec, diff, files
 from mini_agent.store.files import FIX_HINT, explain, private_file, private_folder, tighten
 from mini_agent.store.schema import HEADER, INSERT_MESSAGE, MIGRATIONS, SUMMARY, UPSERT_SESSION, UPSERT_STEP
 from mini_agent.store.wal import BACKSTOP_PAGES, WalCheckpointer
 
+log = logging.getLogger(__name__)
+
 STORE_DIR = ".mini-agent"
 STORE_FILE = "sessions.db"
+# SQLite's files beside the database (write-ahead log, shared memory, rollback journal), and ours.
+COMPANIONS = ("-wal", "-shm", "-journal")
+IGNORE_FILE = ".gitignore"
 
 # Tells a lease left by an earlier process that had our pid (a restarted container) from our own.
 PROCESS_TOKEN = uuid.uuid4().hex
@@ -120,6 +129,8 @@ class SqliteStore:
         self.lease_stale_after = lease_stale_after
         self._lock = threading.RLock()
         self._written: dict[str, diff.Written] = {}
+        self._saved: set[str] = set()  # sessions this store has written: `adopt` has nothing to say on them
+        self.adopt: Callable[[AgentSession], None] | None = None
         self._host = socket.gethostname()
         try:
             private_folder(self.path.parent)
@@ -149,13 +160,21 @@ class SqliteStore:
     @classmethod
     def for_workspace(cls, workspace: Path, **options: float) -> SqliteStore:
         """The workspace's default store; its folder gets a .gitignore so sessions (and any API key in
-        their model settings) stay out of version control."""
+        their model settings) stay out of version control. The folder and its files are refused when
+        one is a link (or leads outside the workspace): the workspace may be a cloned repository, and
+        the store's writes and modes must not land elsewhere."""
         path = default_path(workspace)
+        ignore = path.parent / IGNORE_FILE
+        for candidate in (path, *(Path(f"{path}{suffix}") for suffix in COMPANIONS), ignore):
+            problem = files.link_in(workspace, candidate)
+            if problem is not None:
+                message = (f"{problem}; the workspace's session store is never opened through a link: "
+                           f"remove it, or {FIX_HINT}")
+                raise StoreError(message, candidate)
         tighten(path.parent)  # ours alone, whatever an older version left
         store = cls(path, **options)
-        ignore = path.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# mini-agent session store\n*\n", encoding="utf-8")
+        with suppress(OSError):  # a folder we may not write to: the store works without it
+            files.create_new(ignore, "# mini-agent session store\n*\n")
         return store
 
     def close(self) -> None:
@@ -231,6 +250,7 @@ class SqliteStore:
                 version = _data_version(conn)
             for change in changes:
                 self._remember(change.session, change.header, change.last_step, version)
+                self._saved.add(change.session.session_id)
 
     def _change(self, session: AgentSession) -> _Change | None:
         """What saving the session would write; None when the store already holds it all."""
@@ -282,6 +302,8 @@ class SqliteStore:
             message = f"session {session_id} in {self.path} cannot be read ({exc!r}); delete it or {FIX_HINT}"
             raise StoreError(message, self.path) from exc
         self._remember(session, diff.header(session), diff.digest(steps[-1]) if steps else b"", version)
+        if self.adopt is not None and session_id not in self._saved:
+            self.adopt(session)  # what it was read as stays the mark: the next save writes the change
         return session
 
     def forget(self, session_id: str) -> None:
@@ -295,6 +317,7 @@ class SqliteStore:
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             found = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
         self._written.pop(session_id, None)
+        self._saved.discard(session_id)
         return found
 
     def list(self, status: str | None = None, limit: int = 50, offset: int = 0) -> SessionPage:
@@ -306,7 +329,16 @@ class SqliteStore:
                 "LIMIT ? OFFSET ?", (*args, limit, offset)
             ).fetchall()
             total: int = conn.execute(f"SELECT count(*) FROM sessions {where}", args).fetchone()[0]
-        return [_row(values) for values in rows], total
+        return [row for values in rows if (row := self._listed(values)) is not None], total
+
+    def _listed(self, values: tuple[Any, ...]) -> SessionRow | None:
+        """A listed row, or None (and a log line naming it) for one this store cannot read: one bad
+        row does not hide the others."""
+        try:
+            return _row(values)
+        except (ValueError, TypeError) as exc:
+            log.warning("skipping session %r in %s: its row cannot be read (%s)", values[0], self.path, exc)
+            return None
 
     # -- registrations --------------------------------------------------------------------------
 
@@ -453,6 +485,8 @@ def _row(values: tuple[Any, ...]) -> SessionRow:
     sid, task, status, stop_reason, final_answer, steps, prompt, completion, cached, created, updated = values
     reason = StopReason(stop_reason) if stop_reason else None
     text = codec.from_sql
+    if not isinstance(task, str | bytes) or not all(isinstance(t, int | float) for t in (created, updated)):
+        raise TypeError(f"task {type(task).__name__}, created_at {created!r}, updated_at {updated!r}")
     return SessionRow(sid, text(task), SessionStatus(status), reason, text(final_answer), steps,
                       TokenUsage(prompt, completion, cached), created, updated)
 

@@ -123,7 +123,7 @@ async def test_a_session_from_a_cloned_store_gets_no_key_for_its_server(workspac
             session_id = await author.start_session("innocent task")
         async with spawn(workspace, {"llm": {"baseUrl": own.base_url, "apiKey": KEY}}) as victim:
             assert (await victim.step(session_id))["finalAnswer"] == "ok"
-    assert bearer(planted) == [None] and own.exchanges == []
+    assert planted.exchanges == [] and bearer(own) == [f"Bearer {KEY}"]  # not trusted: the user's server
 
 
 # -- item 3: no workspace code runs before the workspace is trusted -----------------------------
