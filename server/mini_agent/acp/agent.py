@@ -52,11 +52,15 @@ from mini_agent.tools.mcp.config import McpServer, parse_servers
 if TYPE_CHECKING:
     from mini_agent.acp.client import AcpClient
     from mini_agent.app.workspace import Workspace
+    from mini_agent.store.sqlite import SessionRow
 
 log = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
 PAGE = 50
+MAX_CWD_CHARS = 4096  # PATH_MAX on Linux: a longer cwd cannot be opened
+CURSOR_DIGITS = 18  # a cursor is an offset SQLite can hold (below 2**63)
+SHOWN_CHARS = 80  # of a refused value, in the error message
 STOP_NOTES = {
     StopReason.MAX_TURN_REQUESTS: "Stopped: this prompt used up its step budget ({max_steps} model turns).",
     StopReason.LOOP_DETECTED: "Stopped: the model repeated the same tool call with the same arguments.",
@@ -74,6 +78,8 @@ class Chat:
     mcp_servers: list[McpServer]  # the client's, for this session (with the workspace's, for every one)
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)
     cancels: int = 0  # bumped by session/cancel: a prompt queued before it answers `cancelled`
+    beginning: asyncio.Future[None] | None = None  # the prompt's start (its MCP servers), while it runs
+    warned: bool = False  # told that its sessions will not be saved, when the store could not be opened
 
 
 class MiniAgent:
@@ -137,7 +143,7 @@ class MiniAgent:
         """Replay the whole history, user turns included, before answering."""
         workspace, client = await self._workspace(cwd)
         events = workspace.runtime.replay(session_id, task=True)  # an unknown session stops here
-        self._adopt(session_id, (workspace, client), started=True, mcp_servers=mcp_servers)
+        self._warn(self._adopt(session_id, (workspace, client), started=True, mcp_servers=mcp_servers))
         for update in updates.history(events, client.kind_of):
             client.post(session_id, update)
         return LoadSessionResponse()
@@ -160,16 +166,8 @@ class MiniAgent:
         more = False
         for workspace, _client in pairs:
             rows, total = workspace.list_sessions(None, PAGE, offset)
-            more = more or offset + len(rows) < total
-            infos += [
-                SessionInfo(
-                    session_id=row.session_id,
-                    cwd=str(workspace.root),
-                    title=row.task[:TITLE_CHARS] or None,
-                    updated_at=_iso(row.updated_at),
-                )
-                for row in rows
-            ]
+            more = more or offset + PAGE < total  # counted before unreadable rows are skipped
+            infos += [info for row in rows if (info := _info(row, workspace.root)) is not None]
         return ListSessionsResponse(sessions=infos, next_cursor=str(offset + PAGE) if more else None)
 
     async def delete_session(self, session_id: str, **_: Any) -> DeleteSessionResponse:
@@ -196,24 +194,20 @@ class MiniAgent:
         async with chat.turn:
             if chat.cancels != ticket:
                 return PromptResponse(stop_reason="cancelled")
+            self._warn(chat)
             text = updates.prompt_text(prompt)
-            workspace, runtime = chat.workspace, chat.workspace.runtime
-            if chat.started:
-                await workspace.prompt(session_id, text, chat.mcp_servers)
-            else:
-                session = await workspace.start_session(
-                    text, mcp_servers=chat.mcp_servers, session_id=session_id
-                )
-                chat.started = True
-                info = SessionInfoUpdate(
-                    session_update="session_info_update",
-                    title=text[:TITLE_CHARS],
-                    updated_at=_iso(session.updated_at),
-                )
-                chat.client.post(session_id, info)
+            begun = asyncio.ensure_future(self._begin(chat, text))
+            chat.beginning = begun
+            try:
+                await begun
+            except asyncio.CancelledError:
+                if chat.cancels == ticket or _cancelling():
+                    raise
+            finally:
+                chat.beginning = None
             if chat.cancels != ticket:  # cancelled while its MCP servers started
                 return PromptResponse(stop_reason="cancelled")
-            summary = await runtime.run(session_id)
+            summary = await chat.workspace.runtime.run(session_id)
         reason = summary.stop_reason
         if reason is StopReason.ERROR:
             raise RequestError(
@@ -226,11 +220,41 @@ class MiniAgent:
         return PromptResponse(stop_reason=_ACP_STOP.get(reason, "end_turn") if reason else "end_turn")
 
     async def cancel(self, session_id: str, **_: Any) -> None:
+        """The whole turn: a prompt still starting its MCP servers stops there, a step in flight is
+        cancelled, and a prompt queued behind them answers `cancelled` without starting."""
         chat = self._chats.get(session_id)
         if chat is None:
             return
         chat.cancels += 1
+        if chat.beginning is not None:
+            chat.beginning.cancel()
         chat.workspace.runtime.cancel(session_id)
+
+    async def _begin(self, chat: Chat, text: str) -> None:
+        """The turn up to its first step: the task or the follow-up in the history, once the MCP
+        servers are up."""
+        workspace, session_id = chat.workspace, chat.session_id
+        if chat.started:
+            await workspace.prompt(session_id, text, chat.mcp_servers)
+            return
+        session = await workspace.start_session(text, mcp_servers=chat.mcp_servers, session_id=session_id)
+        chat.started = True
+        info = SessionInfoUpdate(
+            session_update="session_info_update",
+            title=text[:TITLE_CHARS],
+            updated_at=_iso(session.updated_at),
+        )
+        chat.client.post(session_id, info)
+
+    def _warn(self, chat: Chat) -> None:
+        """A workspace whose store could not be opened says so in each of its sessions, once, before
+        anything else the session shows: ACP clients show no stderr."""
+        problem = chat.workspace.store_error
+        if problem is None or chat.warned:
+            return
+        chat.warned = True
+        text = f"Note: {problem}"
+        chat.client.post(chat.session_id, helpers.update_agent_message_text(text))
 
     # -- parts ----------------------------------------------------------------------------------
 
@@ -269,18 +293,16 @@ class MiniAgent:
         return follows
 
     async def _workspace(self, cwd: str) -> tuple[Workspace, AcpClient]:
-        root = Path(cwd)
-        if not root.is_absolute():
-            raise AgentError(f"cwd must be an absolute path, got {cwd!r}", cwd=cwd)
-        if not root.is_dir():
-            raise AgentError(f"cwd {cwd!r} is not a directory", cwd=cwd)
-        root = root.resolve()
+        root = _root(cwd)
         pair = self._workspaces.get(root)
         if pair is None:
             from mini_agent.acp.client import AcpClient  # the adapters load with the first workspace
             from mini_agent.app.workspace import Workspace
 
-            options, config = workspace_config.resolve(root, {"workspaceTrusted": self._trusted}, self._env)
+            request = {"workspaceTrusted": self._trusted}  # read off the loop: other workspaces go on
+            options, config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
+            if (pair := self._workspaces.get(root)) is not None:  # another request built it meanwhile
+                return pair
             client = AcpClient(root, self._transport, self._conn, self._follows(root))
             workspace = client.workspace = Workspace(root, options, client, config=config)
             pair = self._workspaces[root] = (workspace, client)
@@ -311,13 +333,58 @@ def _mcp_servers(raw: list[Any] | None) -> list[McpServer]:
     return parse_servers("mcpServers", dumped)
 
 
+def _cancelling() -> bool:
+    """Whether the task running this (the request itself) is being cancelled."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat()
+
+
+def _info(row: SessionRow, root: Path) -> SessionInfo | None:
+    """The row as session/list shows it; None (and a log line naming it) for a row that cannot be."""
+    try:
+        return SessionInfo(
+            session_id=row.session_id,
+            cwd=str(root),
+            title=row.task[:TITLE_CHARS] or None,
+            updated_at=_iso(row.updated_at),
+        )
+    except (TypeError, ValueError, OverflowError, OSError) as exc:
+        log.warning("session/list skips session %r of %s: its stored row is unreadable (%s)",
+                    row.session_id, root, exc)
+        return None
+
+
+def _root(cwd: str) -> Path:
+    """The workspace folder `cwd` names, resolved; refused (-32602, naming cwd) unless it is one."""
+    shown = _shown(cwd)
+    if len(cwd) > MAX_CWD_CHARS:
+        raise AgentError(f"cwd is {len(cwd)} characters long; at most {MAX_CWD_CHARS}: {shown}", cwd=shown)
+    if "\x00" in cwd:
+        raise AgentError(f"cwd holds a NUL character: {shown}", cwd=shown)
+    root = Path(cwd)
+    if not root.is_absolute():
+        raise AgentError(f"cwd must be an absolute path, got {shown}", cwd=shown)
+    try:
+        if not root.is_dir():
+            raise AgentError(f"cwd {shown} is not a directory", cwd=shown)
+        return root.resolve()
+    except (OSError, RuntimeError) as exc:  # too long a name, a symlink loop, no permission
+        raise AgentError(f"cwd {shown} cannot be opened: {exc}", cwd=shown) from None
+
+
+def _shown(value: str) -> str:
+    """`value` quoted for an error message, cut to `SHOWN_CHARS`."""
+    return repr(value) if len(value) <= SHOWN_CHARS else repr(value[:SHOWN_CHARS]) + "…"
 
 
 def _offset(cursor: str | None) -> int:
     if cursor is None:
         return 0
-    if not cursor.isdigit():
-        raise AgentError(f"cursor {cursor!r} did not come from session/list", cursor=cursor)
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= CURSOR_DIGITS):
+        shown = _shown(cursor)
+        raise AgentError(f"cursor {shown} did not come from session/list", cursor=shown)
     return int(cursor)

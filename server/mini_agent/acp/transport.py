@@ -1,7 +1,8 @@
 """NDJSON on stdio for the SDK's `Connection`, answering what its own transport only logs.
 
 ACP clients throw stderr away, so a line that is not JSON must be answered (-32700, id null) or the
-sender never learns why nothing happened; a JSON value that is not a JSON-RPC message gets -32600.
+sender never learns why nothing happened (nesting deeper than the JSON reader's recursion limit
+included); a JSON value that is not a JSON-RPC message gets -32600.
 Writes keep call order, so every `session/update` the agent posts reaches the client before the
 response that follows it.
 """
@@ -48,6 +49,9 @@ class LineTransport:
                 continue
             try:
                 message = json.loads(line)
+            except RecursionError:
+                self._refuse(None, PARSE_ERROR, "Parse error: the JSON is nested too deeply")
+                continue
             except ValueError as exc:
                 self._refuse(None, PARSE_ERROR, f"Parse error: the line is not JSON ({exc})")
                 continue

@@ -3,7 +3,9 @@
 Sessions are cached here and re-read when another daemon wrote them since; with a store, a finished
 session it holds whole is not kept (a daemon that runs thousands would hold them all), and is read
 back when asked for. A session is stepped by one flight in this daemon and under one lease in the
-store, which a heartbeat keeps fresh while it runs. Writing sessions is the book's `checkpoints`.
+store, which a heartbeat keeps fresh while it runs. A flight may be taken out before its step starts
+(`expecting`), so a cancel that arrives first still stops it. Writing sessions is the book's
+`checkpoints`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 from mini_agent.core.checkpoints import Checkpoints
 from mini_agent.core.errors import SessionBusy, SessionFinished, UnknownSession
@@ -26,6 +28,7 @@ class SessionBook:
         self.owner = uuid.uuid4().hex
         self._sessions: dict[str, AgentSession] = {}
         self._flights: dict[str, Flight] = {}
+        self._expected: dict[str, list[Flight]] = {}  # flights of steps asked for, not started yet
         self.checkpoints = Checkpoints(store, stepping=self._flights.__len__)
 
     def add(self, session: AgentSession) -> StoreUnavailable | None:
@@ -67,6 +70,26 @@ class SessionBook:
     def flight(self, session_id: str) -> Flight | None:
         return self._flights.get(session_id)
 
+    def cancel(self, session_id: str) -> bool:
+        """Cancel the session's flight and those expected; False when there was none."""
+        flights = [*self._expected.get(session_id, []), *filter(None, [self._flights.get(session_id)])]
+        for flight in flights:
+            flight.cancel()
+        return bool(flights)
+
+    @contextlib.contextmanager
+    def expecting(self, session_id: str) -> Iterator[Flight]:
+        """A flight for a step about to start (hand it to `leased`): a cancel reaches it from now on."""
+        flight = Flight()
+        expected = self._expected.setdefault(session_id, [])
+        expected.append(flight)
+        try:
+            yield flight
+        finally:
+            expected.remove(flight)
+            if not expected:
+                del self._expected[session_id]
+
     def take(self, session_id: str) -> AgentSession:
         """Lease the session, then read its latest state: another daemon may have stepped it meanwhile."""
         self.get(session_id)  # an unknown session gets no lease row
@@ -86,12 +109,15 @@ class SessionBook:
                 self.store.release(session_id, self.owner)
 
     @contextlib.asynccontextmanager
-    async def leased(self, session_id: str) -> AsyncIterator[tuple[AgentSession, Flight]]:
-        """This daemon steps the session, and no other: a flight here, a lease in the store kept fresh."""
+    async def leased(
+        self, session_id: str, flight: Flight | None = None
+    ) -> AsyncIterator[tuple[AgentSession, Flight]]:
+        """This daemon steps the session, and no other: a flight here (`flight`, when one was
+        expected), a lease in the store kept fresh."""
         if session_id in self._flights:
             raise SessionBusy(session_id)
         session = self.take(session_id)
-        self._flights[session_id] = flight = Flight()
+        self._flights[session_id] = flight = flight if flight is not None else Flight()
         beating = asyncio.ensure_future(self._heartbeat()) if self.store is not None else None
         try:
             yield session, flight

@@ -11,6 +11,7 @@ is typed events (`events.py`) that each front door maps to its own wire format.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -29,6 +30,7 @@ from mini_agent.core.contracts import (
 )
 from mini_agent.core.errors import SessionBusy, UnknownTool
 from mini_agent.core.events import AgentEvent, EventSink, UserTurn
+from mini_agent.core.flight import Flight
 from mini_agent.core.ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
 from mini_agent.core.session import AgentConfig, AgentSession, Decision, StepRecord, new_session_id
 from mini_agent.core.stepper import Stepper
@@ -202,12 +204,14 @@ class AgentRuntime:
     # -- control --------------------------------------------------------------------------------
 
     def cancel(self, session_id: str) -> bool:
-        """Ask the in-flight step of a session to stop; False when nothing was running."""
-        flight = self._book.flight(session_id)
-        if flight is None:
-            return False
-        flight.cancel()
-        return True
+        """Ask the in-flight step of a session to stop, and those asked for with `expecting` that
+        have not started; False when there was none."""
+        return self._book.cancel(session_id)
+
+    def expecting(self, session_id: str) -> contextlib.AbstractContextManager[Flight]:
+        """A flight for a `run` or `step` about to be asked for (pass it as `flight`): a `cancel`
+        from now on stops that step, even one that has not started yet."""
+        return self._book.expecting(session_id)
 
     def approve(self, session_id: str, call_id: str, decision: Decision, reason: str | None = None) -> None:
         session = self.get(session_id)
@@ -216,11 +220,13 @@ class AgentRuntime:
 
     # -- stepping -------------------------------------------------------------------------------
 
-    async def run(self, session_id: str, *, max_steps: int | None = None) -> RunSummary:
+    async def run(
+        self, session_id: str, *, max_steps: int | None = None, flight: Flight | None = None
+    ) -> RunSummary:
         """Step until a stop reason; waits for approvals rather than returning on them. The lease is
         held for the whole run, and a cancel ends the run."""
         steps_run = 0
-        async with self._book.leased(session_id) as (session, flight):
+        async with self._book.leased(session_id, flight) as (session, flight):
             while True:
                 record = await self._stepper.step(session, flight, wait_for_approval=True)
                 steps_run += 1
@@ -229,8 +235,10 @@ class AgentRuntime:
                 if max_steps is not None and steps_run >= max_steps:
                     return RunSummary(session, record, steps_run, StopReason.MAX_TURN_REQUESTS)
 
-    async def step(self, session_id: str, *, wait_for_approval: bool = False) -> StepRecord:
-        async with self._book.leased(session_id) as (session, flight):
+    async def step(
+        self, session_id: str, *, wait_for_approval: bool = False, flight: Flight | None = None
+    ) -> StepRecord:
+        async with self._book.leased(session_id, flight) as (session, flight):
             return await self._stepper.step(session, flight, wait_for_approval)
 
     # -- background work ------------------------------------------------------------------------

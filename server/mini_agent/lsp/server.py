@@ -341,9 +341,10 @@ async def step(daemon: Workspace, p: StepParams) -> dict[str, Any]:
     runtime = daemon.runtime
     session = runtime.get(p.session_id)
     title = f"mini-agent step {len(session.steps) + 1}"
-    async with progress(server, daemon, p.session_id, p.work_done_token, title):
-        work = runtime.step(p.session_id)
-        record = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
+    with runtime.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
+        async with progress(server, daemon, p.session_id, p.work_done_token, title):
+            work = runtime.step(p.session_id, flight=flight)
+            record = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
     return wire.step_result(runtime.get(p.session_id), record)
 
 
@@ -352,11 +353,12 @@ async def run(daemon: Workspace, p: RunParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
     runtime = daemon.runtime
-    token = p.work_done_token if p.work_done_token is not None else await server_token(server)
     title = f"mini-agent: {runtime.get(p.session_id).task[:60]}"
-    async with progress(server, daemon, p.session_id, token, title):
-        work = runtime.run(p.session_id, max_steps=p.max_steps)
-        summary = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
+    with runtime.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
+        token = p.work_done_token if p.work_done_token is not None else await server_token(server)
+        async with progress(server, daemon, p.session_id, token, title):
+            work = runtime.run(p.session_id, max_steps=p.max_steps, flight=flight)
+            summary = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
     session = summary.session
     return {
         "sessionId": session.session_id,

@@ -4,6 +4,10 @@ The same `ToolRegistry` the daemon uses does the work (reflection, argument vali
 tool host, timeouts, output cap), so a tool behaves the same whether a mini-agent session or Claude
 Desktop calls it. The SDK's `stdio_server` points fd 1 at stderr while it serves, and tools run in
 host subprocesses whose fd 1 is a capture file, so nothing but MCP messages reaches our stdout.
+
+The SDK is bent in two places, each for an answer it leaves out: its stdio reader takes its lines
+from `lines.CheckedLines`, which answers those the reader would drop (not JSON, not JSON-RPC, too
+deep), and `name_fields` words its -32602 for params that do not validate with the fields at fault.
 """
 
 from __future__ import annotations
@@ -13,17 +17,21 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from mini_agent import __version__
 from mini_agent.app.options import ToolHostOptions
 from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.core.strict import invalid
+from mini_agent.mcp.lines import INVALID_PARAMS, CheckedLines
 from mini_agent.tools.registry import RegistrationError, ToolRegistry
 
 log = logging.getLogger("mini_agent.mcp.server")
@@ -60,7 +68,18 @@ def build_server(registry: ToolRegistry) -> Server[Any]:
             content=[types.TextContent(text=observation.output)], is_error=observation.is_error
         )
 
-    return Server("mini-agent", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server("mini-agent", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
+    server.middleware.append(name_fields)
+    return server
+
+
+async def name_fields(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+    """Params that do not validate: -32602 with one line per field at fault, where the SDK's own
+    message ("Invalid request parameters") names none."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        raise MCPError(INVALID_PARAMS, str(invalid(ctx.method, exc))) from None
 
 
 async def serve(root: Path, files: Sequence[str], *, timeout_sec: float, max_output_bytes: int) -> int:
@@ -74,7 +93,9 @@ async def serve(root: Path, files: Sequence[str], *, timeout_sec: float, max_out
                 print(f"mini-agent mcp: {exc}", file=sys.stderr)
                 return 1
         server = build_server(registry)
-        async with stdio_server() as (read_stream, write_stream):
+        lines = CheckedLines(anyio.wrap_file(sys.stdin.buffer).__aiter__())
+        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+            lines.answer_with(write_stream)
             await server.run(read_stream, write_stream, server.create_initialization_options())
         return 0
     finally:
