@@ -4,9 +4,10 @@ Both paths run the same function in a tool host: the workspace path is `ToolRegi
 registered file; the MCP path is the same `execute` routed to an MCP server, which is
 `mini-agent mcp --tools FILE` serving that file. So the difference is the MCP hop: our argument
 validation, the SDK client, newline-delimited JSON over the server's stdin/stdout, and the SDK server.
-The paths alternate in rounds so that they share the machine's load.
+The paths alternate in rounds so that they share the machine's load. `--result-mb 10 20 40` also times
+one MCP call answering that many megabytes (reading a result must stay linear in its size).
 
-    PYTHONPATH=server:clients/python python bench/bench_mcp.py [--calls 300] [--rounds 5]
+    PYTHONPATH=server:clients/python python bench/bench_mcp.py [--calls 300] [--rounds 5] [--result-mb N …]
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ SOURCE = '''
 def count_words(text: str, min_length: int = 1) -> int:
     """Count the words of a text."""
     return len([w for w in text.split() if len(w) >= min_length])
+
+def make_text(size: int) -> str:
+    """A text of `size` characters."""
+    return "x" * size
 '''
 ARGUMENTS = {"text": "the quick brown fox jumps over the lazy dog", "min_length": 3}
 
 
-async def main(calls: int, rounds: int) -> None:
+async def main(calls: int, rounds: int, result_mb: list[int]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / "bench_tools.py").write_text(SOURCE)
@@ -46,11 +51,20 @@ async def main(calls: int, rounds: int) -> None:
             tools_changed=lambda: None,
         )
         registry.attach(source)
+        largest = str(max([0, *result_mb]) * 1_000_000 + 1)  # the MCP server sends a result whole
         await registry.register_file("bench_tools.py")
         server = StdioMcpServer(
             name="ws",
             command=sys.executable,
-            args=["-m", "mini_agent_client.cli", "mcp", "--tools", "bench_tools.py"],
+            args=[
+                "-m",
+                "mini_agent_client.cli",
+                "mcp",
+                "--tools",
+                "bench_tools.py",
+                "--max-output-bytes",
+                largest,
+            ],
             env=[NameValue(name="PYTHONPATH", value=":".join(sys.path))],
         )
         await source.acquire("bench", [server], print)
@@ -66,6 +80,7 @@ async def main(calls: int, rounds: int) -> None:
                     start = time.perf_counter_ns()
                     await registry.execute(call, session_id="bench")
                     samples[label].append(time.perf_counter_ns() - start)
+        large = {mb: await _large_result(registry, mb) for mb in result_mb}
         await source.aclose()
         await registry.aclose()
     print(f"{calls * rounds} calls per path, µs")
@@ -75,6 +90,16 @@ async def main(calls: int, rounds: int) -> None:
         print(f"{label:<12}{p50:>10.0f}{p99:>10.0f}")
     added = [m - w for m, w in zip(figures["mcp"], figures["workspace"], strict=True)]
     print(f"{'MCP adds':<12}{added[0]:>10.0f}{added[1]:>10.0f}")
+    for mb, seconds in large.items():
+        print(f"one MCP result of {mb} MB: {seconds:.2f} s")
+
+
+async def _large_result(registry: ToolRegistry, mb: int) -> float:
+    call = ToolCall("big", "ws_make_text", {"size": mb * 1_000_000})
+    start = time.perf_counter()
+    observation = await registry.execute(call, session_id="bench")
+    assert not observation.is_error, observation.output[-300:]
+    return time.perf_counter() - start
 
 
 def _percentiles(values: list[int]) -> tuple[float, float]:
@@ -86,5 +111,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--result-mb", type=int, nargs="*", default=[])
     options = parser.parse_args()
-    asyncio.run(main(options.calls, options.rounds))
+    asyncio.run(main(options.calls, options.rounds, options.result_mb))

@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     # The warden: a subreaper that outlives the worker, so whatever a tool left behind when the
     # worker died (or the daemon did: SIGTERM) still has a parent that ends it.
     reaper.become_subreaper()
-    signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGTERM, reaper.raise_stop)
     _die_with_parent(args.parent, signal.SIGTERM)
     warden = os.getpid()
     worker = os.fork()
@@ -291,28 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-class _Stop(Exception):
-    pass
-
-
-def _raise_stop(signum: int, frame: object) -> None:
-    raise _Stop
-
-
 def _guard(worker: int) -> int:
     """Wait for the worker, end everything left below this process, and exit as the worker did."""
-    status = None
-    try:
-        while status is None:
-            pid, code = os.waitpid(-1, 0)  # also reaps orphans handed to us
-            if pid == worker:
-                status = code
-    except _Stop:
-        pass
-    # Committed to the clean-up now: a second SIGTERM (the daemon's stop, then its death) must not cut it.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    reaper.kill_tree(os.getpid(), include_root=False)
-    reaper.reap_children()
+    status = reaper.outlive(worker)
     if status is not None and os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         with contextlib.suppress(OSError, ValueError):  # SIGKILL cannot be handled anyway

@@ -5,6 +5,9 @@ host ends what a tool started once the call is over. A child that called `setsid
 of `killpg`, and one that double-forked is no longer anyone's child but its subreaper's, so the tree
 is found by parent ids in /proc, under a root that is a child subreaper (orphans stay below it).
 The tree is frozen with SIGSTOP first, so nothing in it can fork while it is being walked.
+
+`warden_command` wraps a command (an MCP server) in `main`: a child subreaper that runs it, and
+ends the whole tree below itself when it exits, when it is sent SIGTERM, or when the daemon dies.
 """
 
 from __future__ import annotations
@@ -13,6 +16,15 @@ import contextlib
 import ctypes
 import os
 import signal
+import sys
+from pathlib import Path
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+# `-P`: the cwd (a workspace) stays off sys.path; our package goes last, found but never shadowing.
+_BOOTSTRAP = (
+    f"import sys; sys.path.append({_PACKAGE_PARENT!r}); "
+    "from mini_agent.tools.reaper import main; sys.exit(main())"
+)
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -95,3 +107,72 @@ def _signal(pid: int, sig: signal.Signals) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def warden_command(command: list[str], python: str = sys.executable) -> list[str]:
+    """`command` run under `main` by this process's Python, watched for this process's death."""
+    return [python, "-P", "-c", _BOOTSTRAP, "--parent", str(os.getpid()), "--", *command]
+
+
+class Stop(Exception):
+    """SIGTERM, raised in a warden's waiting loop (`raise_stop` is its handler)."""
+
+
+def raise_stop(signum: int, frame: object) -> None:
+    raise Stop
+
+
+def outlive(child: int) -> int | None:
+    """A warden's watch (`raise_stop` handles its SIGTERM): wait for `child`, reaping the orphans handed
+    to this subreaper on the way, until it exits or SIGTERM arrives; then end everything left below
+    this process. Returns the child's wait status, None when SIGTERM came first."""
+    status = None
+    try:
+        while status is None:
+            pid, code = os.waitpid(-1, 0)
+            if pid == child:
+                status = code
+    except (Stop, ChildProcessError):  # SIGTERM; or no child left to wait for
+        pass
+    # Committed to the clean-up now: a second SIGTERM (the daemon's stop, then its death) must not cut it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    kill_tree(os.getpid(), include_root=False)
+    reap_children()
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`--parent PID -- COMMAND ARG…`: run COMMAND as a child with this process's stdin and stdout
+    (this process lets go of them), then end everything below this process once COMMAND exits,
+    SIGTERM arrives, or PID dies; exit as COMMAND did."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 4 or args[0] != "--parent" or args[2] != "--":
+        print("usage: --parent PID -- COMMAND [ARG…]", file=sys.stderr)
+        return 2
+    parent, command = int(args[1]), args[3:]
+    become_subreaper()
+    signal.signal(signal.SIGTERM, raise_stop)
+    try:
+        if die_with_parent(signal.SIGTERM) and os.getppid() != parent:
+            return 1  # the daemon died before it could be watched
+        child = os.fork()
+        if child == 0:
+            _exec(command)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1):  # the server's pipes close when the server closes them
+            os.dup2(devnull, fd)
+    except Stop:
+        child = -1  # stopped before the server ran: only the clean-up is left
+    status = outlive(child)
+    if status is not None and os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.waitstatus_to_exitcode(status) if status is not None else 1
+
+
+def _exec(command: list[str]) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:
+        os.write(2, f"{command[0]}: {exc.strerror}\n".encode())
+    os._exit(127)

@@ -1,7 +1,7 @@
 """How an MCP server is described to this source: started over stdio, or reached over streamable HTTP.
 
-The shapes are ACP's `McpServerStdio` / `McpServerHttp` plus `requiresApproval`; the LSP door, the ACP
-door and the workspace file all hand servers over in this form.
+The shapes are ACP's `McpServerStdio` / `McpServerHttp` plus `requiresApproval` and `startTimeoutSec`;
+the LSP door, the ACP door and the workspace file all hand servers over in this form.
 """
 
 from __future__ import annotations
@@ -11,6 +11,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from mini_agent.core.strict import Params, parse
+
+START_TIMEOUT_SEC = 60.0  # initialize plus the first complete tools/list, unless a server says otherwise
+MAX_START_TIMEOUT_SEC = 600.0
+# true: tools ask unless annotated readOnlyHint (and not destructiveHint); false: none asks;
+# "always": every tool asks, whatever its annotations say.
+Approval = bool | Literal["always"]
 
 
 class NameValue(Params):
@@ -26,7 +32,8 @@ class StdioMcpServer(Params):
     command: str = Field(min_length=1)
     args: list[str] = Field(default_factory=list)
     env: list[NameValue] = Field(default_factory=list)
-    requires_approval: bool = True  # false: tools without readOnlyHint run without asking too
+    requires_approval: Approval = True
+    start_timeout_sec: float = Field(default=START_TIMEOUT_SEC, gt=0, le=MAX_START_TIMEOUT_SEC)
 
 
 class HttpMcpServer(Params):
@@ -36,7 +43,8 @@ class HttpMcpServer(Params):
     name: str = Field(min_length=1)
     url: str = Field(min_length=1)
     headers: list[NameValue] = Field(default_factory=list)
-    requires_approval: bool = True
+    requires_approval: Approval = True
+    start_timeout_sec: float = Field(default=START_TIMEOUT_SEC, gt=0, le=MAX_START_TIMEOUT_SEC)
 
 
 McpServer = StdioMcpServer | HttpMcpServer
@@ -49,5 +57,3 @@ class _Servers(Params):
 def parse_servers(where: str, raw: list[Any]) -> list[McpServer]:
     """A list of server descriptions, refused with the one error every door maps (`InvalidParams`)."""
     return parse(where, {"mcpServers": raw}, _Servers).mcp_servers
-
-

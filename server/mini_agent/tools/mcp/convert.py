@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
+MAX_SCHEMA_DEPTH = 64  # nesting of lists and objects in an input schema, after inlining
+MAX_SCHEMA_NODES = 20_000  # values in an input schema, after inlining
+OMITTED = "x-mini-agent-omitted"  # in a schema the transport could not take: why (see `stdio`)
 
 
 def tool_name(server: str, tool: str, taken: Collection[str]) -> str:
@@ -32,12 +35,21 @@ def tool_name(server: str, tool: str, taken: Collection[str]) -> str:
     return name
 
 
+class SchemaRefused(ValueError):
+    """A tool's input schema over one of the bounds below; the message says which, for the user."""
+
+
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with every local `$ref` (`#/$defs/…`, `#/definitions/…`) replaced by its target.
 
     Many model servers ignore `$ref`, and the published protocol promises schemas without one. A
-    recursive reference cannot be inlined; it becomes `{}` (any value) at the point it recurs.
+    recursive reference cannot be inlined; it becomes `{}` (any value) at the point it recurs. The
+    result is built within `MAX_SCHEMA_NODES` values and `MAX_SCHEMA_DEPTH` levels (references
+    inlined into references grow exponentially); past either, `SchemaRefused`.
     """
+    if OMITTED in schema:
+        raise SchemaRefused(str(schema[OMITTED]))
+    budget = [MAX_SCHEMA_NODES]
 
     def resolve(pointer: str) -> Any:
         node: Any = schema
@@ -48,23 +60,48 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             node = node[part]
         return node
 
-    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+    def walk(node: Any, seen: tuple[str, ...], depth: int) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise SchemaRefused(
+                f"its input schema has over {MAX_SCHEMA_NODES} values once its $refs are inlined "
+                "(MAX_SCHEMA_NODES)"
+            )
+        if depth > MAX_SCHEMA_DEPTH:
+            raise SchemaRefused(
+                f"its input schema is nested deeper than {MAX_SCHEMA_DEPTH} levels (MAX_SCHEMA_DEPTH)"
+            )
         if isinstance(node, list):
-            return [walk(item, seen) for item in node]
+            return [walk(item, seen, depth + 1) for item in node]
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/"):
             if ref in seen:
                 return {}
-            target = walk(resolve(ref), (*seen, ref))
-            siblings = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
+            target = walk(resolve(ref), (*seen, ref), depth)
+            siblings = {k: walk(v, seen, depth + 1) for k, v in node.items() if k != "$ref"}
             return {**target, **siblings} if isinstance(target, dict) else target
-        return {k: walk(v, seen) for k, v in node.items() if k not in ("$defs", "definitions")}
+        return {k: walk(v, seen, depth + 1) for k, v in node.items() if k not in ("$defs", "definitions")}
 
-    result: dict[str, Any] = walk(schema, ())
+    result: dict[str, Any] = walk(schema, (), 0)
     result.setdefault("type", "object")
     return result
+
+
+def depth_over(value: Any, limit: int) -> bool:
+    """Whether `value` (parsed JSON) nests lists and objects deeper than `limit`; stops at the first
+    such path, and needs no recursion however deep it is."""
+    pending = [(value, 0)]
+    while pending:
+        node, depth = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth >= limit:
+            return True
+        pending += [(child, depth + 1) for child in children]
+    return False
 
 
 def result_text(result: types.CallToolResult) -> str:
