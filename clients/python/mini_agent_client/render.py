@@ -23,6 +23,7 @@ from rich.text import Text
 from .client import MESSAGE, RESULT, STATUS, THOUGHT, TOOL_CALL, TOOL_CALL_UPDATE, Event
 
 OBSERVATION_LINES = 12
+NOT_REPORTED = "tokens: not reported by the server"
 _ACTION = re.compile(r"^\s*(Action\s*:|Final Answer\s*:)", re.MULTILINE)
 _THOUGHT_LABEL = re.compile(r"^\s*Thought\s*:\s*")
 
@@ -135,11 +136,9 @@ class LiveView:
         self.console.print(Text.assemble((f"  {label} ", f"bold {style}"), (shown, style)))
 
     def _summary(self, result: dict[str, Any]) -> None:
-        usage = result.get("usage") or {}
         self.console.print(Text(
             f"{result.get('status')} ({result.get('stopReason')}) · {result.get('steps')} steps · "
-            f"tokens {usage.get('promptTokens', 0)} in / {usage.get('completionTokens', 0)} out "
-            f"({usage.get('cachedTokens', 0)} cached) · session {result.get('sessionId')}",
+            f"{tokens_said(result.get('usage') or {})} · session {result.get('sessionId')}",
             style="dim",
         ))
 
@@ -150,6 +149,17 @@ class LiveView:
     def _refresh(self) -> None:
         if self._live is not None:
             self._live.update(self._spinner())
+
+
+def tokens_said(usage: dict[str, Any]) -> str:
+    """The token counts of a `usage`, or that the model server sent none (`reported` false: its zeros
+    count nothing). A daemon that does not send `reported` is taken to have counted."""
+    if usage.get("reported") is False:
+        return NOT_REPORTED
+    return (
+        f"tokens {usage.get('promptTokens', 0)} in / {usage.get('completionTokens', 0)} out "
+        f"({usage.get('cachedTokens', 0)} cached)"
+    )
 
 
 def thought_of(text: str) -> str:

@@ -4,6 +4,8 @@
  */
 
 import * as fs from "node:fs";
+import * as readline from "node:readline";
+import type { Readable } from "node:stream";
 import * as vscode from "vscode";
 import {
   LanguageClient,
@@ -12,6 +14,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
+import { DaemonLogReader } from "./daemonLog";
 import { INSTALL_HINT, launchProblem, resolveLaunch, whichIn, type Launch, type Probes } from "./launch";
 import {
   AgentClient,
@@ -123,6 +126,17 @@ export class Daemon implements vscode.Disposable {
       initializationOptions: await this.initializationOptions(),
       // Failures reach the user once, through the extension; the output channel keeps the details.
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      // The daemon's log records at their own levels: the client's default writes all of stderr as errors.
+      stdioOptions: {
+        stdout: (input, channel) => eachLine(input, (line) => channel.info(line)),
+        stderr: (input, channel) => {
+          const reader = new DaemonLogReader();
+          eachLine(input, (line) => {
+            const { level, text } = reader.read(line);
+            channel[level](text);
+          });
+        },
+      },
       synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher("**/*.py") },
     };
     const client = new AgentLanguageClient("miniAgent", "Mini Agent", server, options);
@@ -183,6 +197,10 @@ function findLaunch(root: string | undefined, probes: Probes): Launch | undefine
     root,
     probes,
   );
+}
+
+function eachLine(input: Readable, take: (line: string) => void): void {
+  readline.createInterface({ input, crlfDelay: Infinity, terminal: false, historySize: 0 }).on("line", take);
 }
 
 export function message(error: unknown): string {

@@ -17,9 +17,11 @@ import {
   type RunResult,
   type SessionStatus,
   type SessionSummary,
+  type ToolCall,
 } from "./protocol";
 import {
   APPROVAL_CHOICES,
+  argumentsView,
   askTitle,
   continuesConversation,
   DEFAULT_DECISION,
@@ -36,6 +38,41 @@ import { finalAnswer, statusLabel, stopText, TraceStore, type SessionTrace } fro
 import { TRACE_VIEW_TYPE, TraceView } from "./traceView";
 
 let state: Extension | undefined;
+
+const ARGUMENTS_SCHEME = "mini-agent-call";
+
+/** Read-only documents holding the arguments of the calls the user is reviewing. */
+class CallArguments implements vscode.TextDocumentContentProvider {
+  private readonly texts = new Map<string, string>();
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.texts.get(uri.toString()) ?? "";
+  }
+
+  /** Show `call`'s arguments beside the editor without taking the focus; the function returned closes them. */
+  async show(call: ToolCall): Promise<() => Promise<void>> {
+    const view = argumentsView(call);
+    const name = `/${call.name} arguments.${view.cut ? "txt" : "jsonc"}`;
+    const uri = vscode.Uri.from({ scheme: ARGUMENTS_SCHEME, path: name, query: call.id });
+    this.texts.set(uri.toString(), view.text);
+    const close = async (): Promise<void> => {
+      this.texts.delete(uri.toString());
+      const tabs = vscode.window.tabGroups.all
+        .flatMap((group) => group.tabs)
+        .filter((tab) => tab.input instanceof vscode.TabInputText && tab.input.uri.toString() === uri.toString());
+      await vscode.window.tabGroups.close(tabs);
+    };
+    try {
+      const document = await vscode.workspace.openTextDocument(uri);
+      await vscode.window.showTextDocument(document, { viewColumn: vscode.ViewColumn.Beside, preview: true, preserveFocus: true });
+    } catch (error) {
+      state?.output.warn(`could not show the arguments of ${call.name}: ${message(error)}`);
+    }
+    return close;
+  }
+}
+
+const callArguments = new CallArguments();
 
 /** What other extensions get from `vscode.extensions.getExtension("mini-agent.mini-agent").exports`. */
 export interface MiniAgentApi {
@@ -86,6 +123,7 @@ class Extension implements vscode.Disposable {
       this.traceView,
       this.daemon,
       vscode.window.registerTreeDataProvider("miniAgent.sessions", this.sessionsView),
+      vscode.workspace.registerTextDocumentContentProvider(ARGUMENTS_SCHEME, callArguments),
       vscode.window.registerWebviewPanelSerializer(TRACE_VIEW_TYPE, {
         deserializeWebviewPanel: async (panel, saved) => this.traceView.restore(panel, saved),
       }),
@@ -487,8 +525,10 @@ class Extension implements vscode.Disposable {
 
 /**
  * Ask the user about one tool call: a notification first (it does not steal focus), then a review
- * picker with the arguments, its choices in reading order and "Reject" active, so Enter never runs a
- * tool by accident. Dismissing either leaves the call waiting (Manage approvals).
+ * picker with its choices in reading order and "Reject" active, so Enter never runs a tool by
+ * accident, while a read-only document beside shows the call's arguments (indented JSON, at most
+ * ARGUMENTS_SHOWN_CHARS characters) until the user decides. Dismissing either leaves the call waiting
+ * (Manage approvals).
  */
 async function promptPermission(request: PermissionRequest, direct = false): Promise<Decision | undefined> {
   const call = request.toolCall;
@@ -498,9 +538,10 @@ async function promptPermission(request: PermissionRequest, direct = false): Pro
     if (first === undefined) return undefined;
   }
   const source = request.tool.source ? ` · defined in ${request.tool.source.path}:${request.tool.source.line}` : "";
+  const closeArguments = await callArguments.show(call);
   const picker = vscode.window.createQuickPick<ApprovalChoice & vscode.QuickPickItem>();
   picker.title = `Allow Mini Agent to run “${call.name}”?`;
-  picker.placeholder = `${call.name}(${inline})${source} — Enter rejects; Escape decides later`;
+  picker.placeholder = `${call.name}(${inline})${source} — arguments shown beside; Enter rejects; Escape decides later`;
   picker.items = [...APPROVAL_CHOICES];
   picker.activeItems = picker.items.filter((item) => item.decision === DEFAULT_DECISION);
   picker.ignoreFocusOut = true;
@@ -510,6 +551,7 @@ async function promptPermission(request: PermissionRequest, direct = false): Pro
     picker.show();
   });
   picker.dispose();
+  await closeArguments();
   return decision;
 }
 

@@ -4,7 +4,7 @@
  * order, the default and when a notice appears, without a window.
  */
 
-import type { Decision, RunResult, SessionStatus, StopReason } from "./protocol";
+import type { Decision, RunResult, SessionStatus, StopReason, ToolCall } from "./protocol";
 import { stopText } from "./trace";
 
 export interface ApprovalChoice {
@@ -21,6 +21,29 @@ export const APPROVAL_CHOICES: readonly ApprovalChoice[] = [
   { label: "Always reject", description: "reject every call of this tool until you revoke it", decision: "reject_always" },
 ];
 export const DEFAULT_DECISION: Decision = "reject_once";
+
+/** Characters of a call's arguments the approval review shows; a line after them says how many more. */
+export const ARGUMENTS_SHOWN_CHARS = 2000;
+
+export interface ArgumentsView {
+  text: string;
+  /** Some of the arguments were left out, so the text is no longer JSON. */
+  cut: boolean;
+}
+
+/**
+ * What the approval review shows of a call's arguments: a comment naming the tool, then the arguments
+ * as indented JSON (the model's raw text when it was not a JSON object), at most ARGUMENTS_SHOWN_CHARS
+ * characters of them, then a line saying how many were left out.
+ */
+export function argumentsView(call: Pick<ToolCall, "name" | "arguments" | "rawArguments" | "parseError">): ArgumentsView {
+  const full = (call.parseError === undefined ? JSON.stringify(call.arguments, null, 2) : undefined) ?? call.rawArguments;
+  const header = `// The arguments Mini Agent asks to run ${call.name} with\n`;
+  if (full.length <= ARGUMENTS_SHOWN_CHARS) return { text: `${header}${full}\n`, cut: false };
+  const end = /[\ud800-\udbff]/.test(full[ARGUMENTS_SHOWN_CHARS - 1]) ? ARGUMENTS_SHOWN_CHARS - 1 : ARGUMENTS_SHOWN_CHARS;
+  const left = full.length - end;
+  return { text: `${header}${full.slice(0, end)}\n… ${left} more characters not shown\n`, cut: true };
+}
 
 export const RETRY = "Retry";
 export const OPEN_SETTINGS = "Open Settings";

@@ -6,8 +6,9 @@
 import * as assert from "node:assert/strict";
 import * as path from "node:path";
 import { describe, test } from "node:test";
+import { DaemonLogReader } from "../src/daemonLog";
 import { launchProblem, resolveLaunch, whichIn } from "../src/launch";
-import { APPROVAL_CHOICES, askTitle, continuesConversation, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
+import { APPROVAL_CHOICES, ARGUMENTS_SHOWN_CHARS, argumentsView, askTitle, continuesConversation, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
 import {
   ApprovalDeferred,
   ApprovalPolicy,
@@ -295,5 +296,50 @@ describe("continuesConversation", () => {
     for (const stopReason of ["max_turn_requests", "loop_detected", "max_tokens"] as const) {
       assert.equal(continuesConversation({ status: "finished", stopReason }), false, stopReason);
     }
+  });
+});
+
+describe("argumentsView", () => {
+  test("indented JSON under a comment naming the tool", () => {
+    const view = argumentsView({ name: "delete_file", arguments: { file_path: "notes.txt" }, rawArguments: "" });
+    assert.equal(view.cut, false);
+    assert.equal(view.text, '// The arguments Mini Agent asks to run delete_file with\n{\n  "file_path": "notes.txt"\n}\n');
+  });
+
+  test("the model's raw text when it was not a JSON object", () => {
+    const view = argumentsView({ name: "t", arguments: {}, rawArguments: "{oops", parseError: "not JSON" });
+    assert.match(view.text, /\n\{oops\n$/);
+  });
+
+  test("bounded, with how much was left out", () => {
+    const long = "x".repeat(ARGUMENTS_SHOWN_CHARS * 2);
+    const view = argumentsView({ name: "write", arguments: { text: long }, rawArguments: "" });
+    const full = JSON.stringify({ text: long }, null, 2);
+    assert.equal(view.cut, true);
+    assert.ok(view.text.includes(full.slice(0, ARGUMENTS_SHOWN_CHARS)), "the first characters are shown");
+    assert.ok(!view.text.includes(full.slice(0, ARGUMENTS_SHOWN_CHARS + 1)), "no more than the bound");
+    assert.match(view.text, new RegExp(`… ${full.length - ARGUMENTS_SHOWN_CHARS} more characters not shown\\n$`));
+  });
+});
+
+describe("DaemonLogReader", () => {
+  test("each record at the level the daemon logged it, without the label", () => {
+    const reader = new DaemonLogReader();
+    const levels = [
+      "[mini-agent] DEBUG mini_agent.x: d",
+      "[mini-agent] INFO mini_agent.llm.client: model requests go to http://h/v1",
+      "[mini-agent] WARNING mini_agent.app.config: w",
+      "[mini-agent] ERROR mini_agent.x: e",
+      "[mini-agent] CRITICAL mini_agent.x: c",
+    ].map((line) => reader.read(line));
+    assert.deepEqual(levels.map((l) => l.level), ["debug", "info", "warn", "error", "error"]);
+    assert.equal(levels[1].text, "mini_agent.llm.client: model requests go to http://h/v1");
+  });
+
+  test("a continuation line takes its record's level; one before any record is an error", () => {
+    const reader = new DaemonLogReader();
+    assert.equal(reader.read("Traceback (most recent call last):").level, "error");
+    assert.equal(reader.read("[mini-agent] INFO mini_agent.x: two lines").level, "info");
+    assert.deepEqual(reader.read("  the second"), { level: "info", text: "  the second" });
   });
 });

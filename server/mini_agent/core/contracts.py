@@ -98,15 +98,24 @@ class Observation:
 
 @dataclass(frozen=True, slots=True)
 class TokenUsage:
+    """Tokens a model server counted. `reported` tells a real 0 from a server that sent no usage at all
+    (llama-cpp-python when streaming): a nonzero count implies it, a sum is reported if any part was."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    reported: bool = field(default=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.prompt_tokens or self.completion_tokens or self.cached_tokens:
+            object.__setattr__(self, "reported", True)
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.cached_tokens + other.cached_tokens,
+            self.reported or other.reported,
         )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import uuid
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ from mini_agent.core.contracts import (
 from mini_agent.llm import jsonmode, react
 from mini_agent.llm.failures import (
     ERROR_BODY_LIMIT,
+    IGNORED_FORMAT,
     ON_RETRY,
     REPOINT,
     HTTPStatusError,
@@ -40,6 +42,7 @@ from mini_agent.llm.failures import (
     describe_status,
     failure,
     notice_retry,
+    notice_settled,
     parse_retry_after,
 )
 from mini_agent.llm.replies import (
@@ -54,9 +57,12 @@ from mini_agent.llm.replies import (
     read_stream,
     read_whole,
 )
+from mini_agent.llm.stream import cut_at_stop
 from mini_agent.llm.transport import AiohttpTransport, Transport, TransportError
 from mini_agent.llm.window import overflow
 from mini_agent.plumbing import jsoncodec
+
+log = logging.getLogger(__name__)
 
 # What auto mode tries, in order; a server that refuses one is asked in the next, and that is remembered.
 _AUTO_ORDER: tuple[ToolMode, ...] = ("native", "json", "react")
@@ -96,6 +102,7 @@ class OpenAICompatibleClient:
         # per (base_url, model): the mode auto mode settled on, the response_format form that worked
         self._auto_mode: dict[tuple[str, str], ToolMode] = {}
         self._json_form: dict[tuple[str, str], jsonmode.Form] = {}
+        self._announced: set[tuple[str, str, ToolMode]] = set()  # said in the log: server, model, mode
 
     async def __aenter__(self) -> OpenAICompatibleClient:
         return self
@@ -115,6 +122,10 @@ class OpenAICompatibleClient:
         *,
         on_retry: NoticeSink | None = None,
     ) -> LLMResponse:
+        announced = (config.base_url, config.model, config.tool_mode)
+        if announced not in self._announced:
+            self._announced.add(announced)
+            log.info("model requests go to %s (model %s, tool mode %s)", *announced)
         token = ON_RETRY.set(on_retry)
         try:
             return await self._generate(messages, tools, config, on_text)
@@ -137,9 +148,17 @@ class OpenAICompatibleClient:
                 response = await self._in_mode(mode, messages, tools, config, on_text, fallback=True)
             except _Refused:
                 continue
-            self._auto_mode[key] = mode
+            self._settle(key, config, tried=mode, took=response.tool_mode)
             return response
         raise AssertionError("unreachable: react mode sends nothing a server could refuse")
+
+    def _settle(self, key: tuple[str, str], config: LLMConfig, *, tried: ToolMode, took: ToolMode) -> None:
+        """Remember the mode auto mode took for this server and model (`tried` is the mode asked for: a
+        json request answered in ReAct settles on react); a change is said once."""
+        before = self._auto_mode.get(key, _AUTO_ORDER[0])
+        self._auto_mode[key] = took
+        if took != before:
+            notice_settled(config, took, IGNORED_FORMAT if took != tried else None)
 
     async def _in_mode(
         self,
@@ -188,15 +207,20 @@ class OpenAICompatibleClient:
         form = self._json_form.get(key, "json_schema")
         payload = _payload(config, react.render_messages(messages, tools, jsonmode.PROTOCOL))
         refusable = fallback or form == "json_schema"
+        streamed = Sink(on_text)  # a reply taken as ReAct is streamed whole, as react mode streams
         try:
-            done = await self._json_once(payload, tools, form, config, on_text, refusable)
+            done = await self._json_once(payload, tools, form, config, streamed, refusable)
         except _FormatRejected:
             if form == "json_object":
                 raise
             form = "json_object"
-            done = await self._json_once(payload, tools, form, config, on_text, fallback)
+            done = await self._json_once(payload, tools, form, config, streamed, fallback)
         self._json_form[key] = form
         turn = jsonmode.parse(done.text, call_id=_new_call_id(), truncated=done.finish_reason == "length")
+        if fallback and turn.format_error is not None:
+            step = _as_react(done, streamed)
+            if step is not None:
+                return step
         return _text_response(done, turn, "json")
 
     async def _json_once(
@@ -344,6 +368,23 @@ def _tool_call(raw: RawCall) -> ToolCall:
         why = f"the arguments must be a JSON object, not {type(arguments).__name__}"
         return ToolCall(call_id, raw.name, {}, raw.arguments, why)
     return ToolCall(call_id, raw.name, arguments, raw.arguments)
+
+
+def _as_react(done: Completion, streamed: Sink) -> LLMResponse | None:
+    """A json-mode reply that is a ReAct step instead (a server that ignores `response_format`, a model
+    that writes ReAct): that step, in react mode, or None when the reply is not plainly ReAct.
+
+    The text is cut at ReAct's stop strings, as react mode's request would have had it cut; when none of
+    it was streamed as a thought, the step's text is streamed now, as react mode streams it.
+    """
+    text, stopped = cut_at_stop(done.text, react.STOP_SEQUENCES)
+    finish = "stop" if stopped else done.finish_reason
+    turn = react.parse_marked(text, call_id=_new_call_id(), truncated=finish == "length")
+    if turn is None:
+        return None
+    if not streamed.used:
+        streamed(text)
+    return _text_response(Completion(text, done.calls, done.usage, finish), turn, "react")
 
 
 def _text_response(done: Completion, turn: react.ReactTurn, mode: ToolMode) -> LLMResponse:

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import re
 import time
 from contextvars import ContextVar
 
-from mini_agent.core.contracts import LLMConfig, LLMError, NoticeSink
+from mini_agent.core.contracts import LLMConfig, LLMError, NoticeSink, ToolMode
 from mini_agent.llm.replies import BODY_SNIPPET, error_text
 from mini_agent.llm.transport import TransportError
+
+log = logging.getLogger(__name__)
 
 # Words in an error body that say the server cannot take the `tools` field.
 _TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)
@@ -108,6 +111,29 @@ def notice_retry(config: LLMConfig, what: str, delay: float, attempt: int) -> No
             f"The model server at {config.base_url} could not be used: {what}; trying again in {delay:.1f} s "
             f"(try {attempt + 2} of {config.max_retries + 1})."
         )
+
+
+# Why auto mode moved on to a mode, by that mode: the sentence the notice and the log line carry.
+_SETTLED_BECAUSE: dict[ToolMode, str] = {
+    "json": "refused `tools` (native function calling)",
+    "react": "refused `response_format` (json mode)",
+}
+IGNORED_FORMAT = "ignored `response_format` and answered in ReAct text"
+
+
+def notice_settled(config: LLMConfig, mode: ToolMode, why: str | None = None) -> None:
+    """Say that auto mode settled on `mode` for this server and model, in the daemon's log and to the
+    session (as a status message), so a person sees which mode the session goes on in and why."""
+    because = why or _SETTLED_BECAUSE.get(mode, "")
+    name = "ReAct text" if mode == "react" else mode
+    message = (
+        f"Auto tool mode: the model server at {config.base_url} {because}; model {config.model} goes on "
+        f"in {name} mode (set llm.toolMode to pick one)."
+    )
+    log.info("%s", message)
+    notice = ON_RETRY.get()
+    if notice is not None:
+        notice(message)
 
 
 def failure(

@@ -134,6 +134,23 @@ def parse(text: str, *, call_id: str, truncated: bool = False) -> ReactTurn:
     return _Parser(text, call_id, truncated).run()
 
 
+def parse_marked(text: str, *, call_id: str, truncated: bool = False) -> ReactTurn | None:
+    """The step `text` decides in ReAct's own markers: a call after `Action:` and `Action Input:`, or an
+    answer after `Final Answer:`. None for anything else (plain prose, a format error), so a reply
+    asked for in another format is taken as ReAct only when it plainly is ReAct."""
+    turn = parse(text, call_id=call_id, truncated=truncated)
+    if turn.call is not None:
+        return turn
+    if turn.final_answer is not None and any(_is_final(line) for line in text.splitlines()):
+        return turn
+    return None
+
+
+def _is_final(line: str) -> bool:
+    found = _marker(line)
+    return found is not None and found[0] is _Kind.FINAL
+
+
 # --- markers -------------------------------------------------------------------------------------
 
 

@@ -229,6 +229,7 @@ def _raw_call(call: dict[str, Any]) -> RawCall:
 
 
 def _usage(raw: Any) -> TokenUsage:
+    """The reply's `usage` object; a reply without one has usage not reported (`reported` False)."""
     if not isinstance(raw, dict):
         return TokenUsage()
     details = raw.get("prompt_tokens_details") or {}
@@ -236,6 +237,7 @@ def _usage(raw: Any) -> TokenUsage:
         prompt_tokens=int(raw.get("prompt_tokens") or 0),
         completion_tokens=int(raw.get("completion_tokens") or 0),
         cached_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
+        reported=True,
     )
 
 

@@ -70,11 +70,12 @@ def update_params(event: AgentEvent) -> dict[str, Any]:
     return {"sessionId": event.session_id, "step": event.step, "update": update_body(event)}
 
 
-def usage(value: TokenUsage) -> dict[str, int]:
+def usage(value: TokenUsage) -> dict[str, int | bool]:
     return {
         "promptTokens": value.prompt_tokens,
         "completionTokens": value.completion_tokens,
         "cachedTokens": value.cached_tokens,
+        "reported": value.reported,
     }
 
 

@@ -3,7 +3,7 @@
 Script (JSON): a list of turns, or an object
 
     {"turns": [...], "repeat_last": false, "reject_tools": false, "refuse_formats": {},
-     "honour_stop": true, "model": "replay", "context_limit": null}
+     "honour_stop": true, "model": "replay", "context_limit": null, "report_usage": true}
 
 Turns are consumed one per request, in arrival order (an error answer consumes its turn too, so
 `[{"status": 429, ...}, {"content": ...}]` scripts a retry). Past the end, the last turn repeats if
@@ -16,7 +16,8 @@ so a script can play a server that ignores `response_format`. `honour_stop` cuts
 reply at the earliest of the request's stop strings and drops the string, as vLLM and llama.cpp do;
 false plays a server that ignores `stop`. `context_limit` (tokens) refuses, before consuming a turn and as
 vLLM does (HTTP 400, its message), a request whose prompt plus `max_tokens` passes it, and `/v1/models`
-reports it as `max_model_len`. A turn's keys:
+reports it as `max_model_len`. `report_usage` false sends no `usage` at all, as llama-cpp-python does
+when it streams. A turn's keys:
 
     content        reply text; "{last_user}" becomes the content of the request's last user message,
                    "{last_observation}" the last tool result (a `tool` message, or the text after the
@@ -54,7 +55,16 @@ _TURN_KEYS = frozenset(
     }
 )
 _SCRIPT_KEYS = frozenset(
-    {"turns", "repeat_last", "reject_tools", "refuse_formats", "honour_stop", "model", "context_limit"}
+    {
+        "turns",
+        "repeat_last",
+        "reject_tools",
+        "refuse_formats",
+        "honour_stop",
+        "model",
+        "context_limit",
+        "report_usage",
+    }
 )
 
 
@@ -109,6 +119,7 @@ class Script:
     honour_stop: bool = True
     model: str = "replay"
     context_limit: int | None = None
+    report_usage: bool = True
 
     @classmethod
     def from_json(cls, raw: Sequence[Any] | Mapping[str, Any]) -> Script:
@@ -124,6 +135,7 @@ class Script:
             honour_stop=bool(raw.get("honour_stop", True)),
             model=str(raw.get("model", "replay")),
             context_limit=int(raw["context_limit"]) if raw.get("context_limit") is not None else None,
+            report_usage=bool(raw.get("report_usage", True)),
         )
 
     @classmethod

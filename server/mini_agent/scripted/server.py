@@ -4,8 +4,8 @@ It is a real HTTP server (aiohttp.web on 127.0.0.1) answering `/v1/chat/completi
 from a script of turns, so the client under test goes through its whole transport: streaming, stop
 strings, tool calls, HTTP errors, retries, cut streams. It records every request for inspection.
 
-It plays a `Script` (script.py describes its JSON form). Usage is always reported; see `ReplayServer`
-for how tokens and cached tokens are counted.
+It plays a `Script` (script.py describes its JSON form). Usage is reported unless the script's
+`report_usage` is false; see `ReplayServer` for how tokens and cached tokens are counted.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ class ReplayServer:
             {
                 **self._envelope(exchange, "chat.completion"),
                 "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-                "usage": reply.usage,
+                **({"usage": reply.usage} if self.script.report_usage else {}),
             },
             ensure_ascii=False,
         ).encode()
@@ -319,7 +319,8 @@ class ReplayServer:
         if turn.cut_stream:
             return
         await send(_delta({}, reply.finish_reason))
-        await send({"choices": [], "usage": reply.usage})
+        if self.script.report_usage:
+            await send({"choices": [], "usage": reply.usage})
         await send("[DONE]")
 
     def _envelope(self, exchange: Exchange, kind: str) -> dict[str, Any]:

@@ -134,6 +134,27 @@ async def test_json_prints_every_event_in_order_and_ends_with_the_result(workspa
         ["tool_call", "tool_call_update", "tool_call_update"] * 3 + ["agent_message_chunk", "result"]
 
 
+@pytest.mark.asyncio
+async def test_tokens_a_server_does_not_report_are_said_to_be_not_reported(workspace: Path) -> None:
+    """A server that sends no `usage` (llama-cpp-python streaming): the summary says so instead of
+    counting 0 in / 0 out, and the result's usage says `reported: false`; a server that counts is shown."""
+    turns = [{"content": "Final Answer: hello"}]
+    async with ReplayServer({"turns": turns, "repeat_last": True, "report_usage": False}) as silent, \
+            ReplayServer({"turns": turns}) as counting:
+        (code, screen), done, (_, counted) = await asyncio.gather(
+            asyncio.to_thread(run_in_pty, ["ask", "hi", "--base-url", silent.base_url], workspace),
+            asyncio.to_thread(run_cli, ["ask", "hi", "--json"], workspace, OPENAI_BASE_URL=silent.base_url),
+            asyncio.to_thread(run_in_pty, ["ask", "hi", "--base-url", counting.base_url], workspace),
+        )
+    assert code == 0 and done.returncode == 0, screen
+    assert "tokens: not reported by the server" in screen and " in / " not in screen, screen
+    usage = json.loads(done.stdout.splitlines()[-1])["usage"]
+    assert usage["reported"] is False and usage["promptTokens"] == 0
+    exchange = counting.exchanges[0]
+    assert f"tokens {exchange.prompt_tokens} in / {exchange.completion_tokens} out" in counted, counted
+    assert "not reported" not in counted
+
+
 @pytest.mark.parametrize("args", [
     [],
     ["ask"],

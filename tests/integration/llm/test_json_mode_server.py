@@ -243,6 +243,43 @@ async def test_a_server_that_ignores_the_schema_gives_format_errors_the_model_re
 
 
 @pytest.mark.asyncio
+async def test_auto_mode_takes_a_react_reply_to_a_json_request_as_react_and_stays_there(
+    daemon_factory: Callable[..., Any],
+) -> None:
+    """A server that refuses `tools` and ignores `response_format`, with a model that writes ReAct: the
+    json request's reply runs as the ReAct step it is, and the session goes on in react mode."""
+    listing = 'Thought: I list them.\nAction: list_python_files\nAction Input: {"directory": "."}'
+    turns = [
+        {"content": listing + "\nObservation: (invented by the model)\nFinal Answer: invented"},
+        {"content": "Thought: I have them.\nFinal Answer: Listed."},
+    ]
+    async with ReplayServer({"turns": turns, "reject_tools": True}) as model:
+        options = {"llm": {"baseUrl": model.base_url, "model": "replay", "toolMode": "auto"}}
+        client = await daemon_factory({**options, "store": {"enabled": False}})
+        await client.request("agent/registerTool", {"path": "tools.py"})
+        started = await client.request("agent/startSession", {"task": "List the Python files."})
+        session_id = started["sessionId"]
+        run = await client.request("agent/run", {"sessionId": session_id})
+        steps = (await client.request("agent/getSession", {"sessionId": session_id}))["steps"]
+
+    assert run["stopReason"] == "end_turn" and run["finalAnswer"] == "Listed." and run["error"] is None
+    assert [s["toolMode"] for s in steps] == ["react", "react"]
+    assert [c["name"] for c in steps[0]["toolCalls"]] == ["list_python_files"]
+    observations = [o for s in steps for o in s["observations"]]
+    assert [o["isError"] for o in observations] == [False]
+    assert not any(o["toolCallId"].startswith("format-") for o in observations)
+    assert "invented" not in steps[0]["thought"]
+    # native refused, json asked once, then react with its stop strings; the history holds the cut reply
+    assert [e.status for e in model.exchanges] == [400, 200, 200]
+    assert forms(model) == [None, "json_schema", None] and "stop" in model.requests[2]
+    assert model.requests[2]["messages"][-2] == {"role": "assistant", "content": listing}
+    assert thought_chunks(client, session_id, 0) == listing
+    said = [u["update"].get("message", "") for u in client.updates if u["update"]["kind"] == "status"]
+    settled = [m for m in said if m.startswith("Auto tool mode")]
+    assert len(settled) == 1 and "ignored `response_format`" in settled[0], said
+
+
+@pytest.mark.asyncio
 async def test_a_loaded_session_replays_the_thought_not_the_raw_json(
     daemon_factory: Callable[..., Any],
 ) -> None:

@@ -9,9 +9,9 @@
  * e2e-code-server.sh starts code-server, the scripted model server and this script; the model plays
  * a run (count lines), its follow-up (Ask again: the same session, which the answer shows by quoting the
  * first turn's tool result), and, each in a New Conversation, a run that tries to delete a file (the
- * user rejects it with Enter) and one where the user points miniAgent.baseUrl at a dead server, meets
+ * user rejects it with Enter, having seen its arguments beside the picker) and one where the user points miniAgent.baseUrl at a dead server, meets
  * the error, fixes the URL and presses Retry; last the user points miniAgent.command at a missing
- * file. Each part prints PASS, or FAIL with what the page showed (and the next part still runs); any
+ * file. Between them the daemon's INFO log line must show in the output channel as [info]. Each part prints PASS, or FAIL with what the page showed (and the next part still runs); any
  * FAIL exits non-zero.
  */
 
@@ -171,11 +171,23 @@ function setSetting(key: string, value: unknown): unknown {
   return before;
 }
 
-/** The daemon's starts so far, from the Mini Agent output channel's file ("Show daemon log"). */
-function daemonStarts(): number {
+/** The lines of the Mini Agent output channel's files ("Show daemon log"), each led by its level, e.g. `[info]`. */
+function channelLines(): string[] {
   const logs = path.join(process.env.E2E_USER_DATA ?? "", "logs");
   const files = fs.readdirSync(logs, { recursive: true, encoding: "utf-8" }).filter((f) => f.endsWith("Mini Agent.log"));
-  return files.reduce((n, f) => n + (fs.readFileSync(path.join(logs, f), "utf-8").match(/\] starting /g)?.length ?? 0), 0);
+  return files.flatMap((f) => fs.readFileSync(path.join(logs, f), "utf-8").split("\n"));
+}
+
+/** The daemon's starts so far, from the Mini Agent output channel. */
+function daemonStarts(): number {
+  return channelLines().filter((line) => /\] starting /.test(line)).length;
+}
+
+/** The text of the editor whose active tab is titled `title` (Monaco draws spaces as no-break spaces). */
+async function editorText(page: Page, title: string): Promise<string> {
+  const group = page.locator(".editor-group-container", { has: page.locator(".tab.active", { hasText: title }) });
+  const lines = await group.locator(".monaco-editor .view-line").allTextContents();
+  return lines.join("\n").replace(/\u00a0/g, " ");
 }
 
 /** Change a model setting and wait until the idle daemon has restarted with it; returns the old value. */
@@ -289,7 +301,13 @@ async function main(): Promise<void> {
       nodes.map((n) => `${n.classList.contains("focused") ? "*" : ""}${n.querySelector(".label-name")?.textContent ?? ""}`),
       );
       assert.deepEqual(rows, ["Allow once", "Always allow", "*Reject", "Always reject"], "reading order, Reject focused");
+      // The call's arguments are beside the picker while the user decides, and go when the decision is made.
+      const shown = await until("the call's arguments beside the picker", async () => {
+        const text = await editorText(page, "delete_file arguments");
+        return text.includes('"file_path": "notes.txt"') ? text : undefined;
+      });
       await page.keyboard.press("Enter");
+      await until("the arguments closed", async () => (await page.locator(".tab", { hasText: "delete_file arguments" }).count()) === 0);
       const rejected = await until("the rejected call", async () => {
       const dom = await readTrace(await traceFrame(page));
       return dom.state === "done" ? dom : undefined;
@@ -301,7 +319,19 @@ async function main(): Promise<void> {
       assert.match(rejected.answer ?? "", /^I did not delete notes\.txt/);
       assert.deepEqual(rejected.turns, [], "a new conversation: no earlier turn");
       await checkNewSession(rejected);
-      console.log(`PASS approval: ${rows.join(", ")}; Enter → ${rejected.badges.join(", ")}; status "${status[0]}"`);
+      console.log(`PASS approval: ${rows.join(", ")}; arguments ${JSON.stringify(shown)}; Enter → ${rejected.badges.join(", ")}; status "${status[0]}"`);
+    });
+
+    await phase("daemon log", async () => {
+      // miniAgent.logLevel is "info": the daemon logs at INFO where its requests go, once per server and model.
+      const said = await until("the daemon's INFO line in the output channel", async () => {
+        const lines = channelLines().filter((line) => line.includes("model requests go to"));
+        return lines.length > 0 ? lines : undefined;
+      });
+      assert.ok(said.every((line) => line.includes("[info] mini_agent.llm.client: model requests go to")), said.join("\n"));
+      const misfiled = channelLines().filter((line) => /\[error\].* (INFO|WARNING|DEBUG) /.test(line));
+      assert.deepEqual(misfiled, [], "no daemon record of a lower level shown as [error]");
+      console.log(`PASS daemon log: ${JSON.stringify(said[0])}`);
     });
 
     await phase("model error", async () => {
