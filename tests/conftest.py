@@ -32,6 +32,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, tier))
 
 
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's own state folder (the trust store): no test reads or writes the user's, and every
+    daemon a test starts inherits it through the environment."""
+    folder = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("MINI_AGENT_STATE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "workspace"

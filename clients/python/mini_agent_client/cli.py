@@ -5,6 +5,7 @@
     mini-agent tools tools.py                  # the reflected schemas, as JSON
     mini-agent sessions --status awaiting_approval
     mini-agent sessions approve SESSION CALL allow_once && mini-agent sessions resume SESSION
+    mini-agent models --base-url http://127.0.0.1:11434/v1   # the models a server offers
 
 Exit codes: 0 the agent answered, 1 it did not (model server down, step budget, loop, a refused
 tool file), 2 bad usage, 130 cancelled with Ctrl-C (the session is cancelled, not killed: it stays
@@ -34,6 +35,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 DECISIONS = ("allow_once", "allow_always", "reject_once", "reject_always")
 KEYS = {"o": "allow_once", "a": "allow_always", "r": "reject_once", "n": "reject_always"}
 STATUSES = ("ready", "running", "awaiting_approval", "finished")
+PERMISSION_MODES = ("ask_always", "ask_when_needed", "ask_never")
 
 
 class UsageError(Exception):
@@ -48,7 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one JSON message per line instead of LSP Content-Length framing")
     acp = commands.add_parser("acp", help="run the agent for ACP editors (Zed, JetBrains, ...) on stdio")
     acp.add_argument("--trust", action="store_true",
-                     help="import the workspace's registered and configured tools (see docs/acp.md)")
+                     help="trust every folder without asking (for scripts; editors ask once per folder, "
+                          "see docs/acp.md)")
+    for name, words in (("trust", "trust a folder: its workspace file's tools, MCP servers, model server "
+                                  "and allow-list run without asking (until that file or its tools change)"),
+                        ("untrust", "forget a folder's trust: the next agent asks again")):
+        trusting = commands.add_parser(name, help=words)
+        trusting.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the folder (default: .)")
     demo = commands.add_parser("demo", help="the seed scenario against a replayed model")
     demo.add_argument("--tool-mode", choices=["react", "native"], default="react")
 
@@ -60,7 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-steps", type=_positive, help="the session's step budget")
     ask.add_argument("--session", metavar="ID",
                      help="a follow-up in this stored session (one that ended its turn), not a new one")
+    ask.add_argument("--permission-mode", choices=PERMISSION_MODES,
+                     help="which tool calls ask: every one, those that need approval (default), or none "
+                          "(a trusted workspace only: with --trust)")
     _run_options(ask)
+
+    models = commands.add_parser("models", help="the models the model server offers")
+    models.add_argument("--base-url", help="OpenAI-compatible server (default: the workspace's, then "
+                                           "$OPENAI_BASE_URL)")
+    models.add_argument("--refresh", action="store_true", help="ask the server again")
+    _json_option(models)
+    _root_option(models)
 
     tools = commands.add_parser("tools", help="print the JSON schemas reflected from tool files")
     tools.add_argument("files", nargs="+", metavar="FILE")
@@ -78,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     _json_option(sessions)
     _root_option(sessions)
     actions = sessions.add_subparsers(dest="action")
+    export = actions.add_parser("export", help="send stored sessions as OpenTelemetry traces")
+    export.add_argument("--otlp", action="store_true", required=True,
+                        help="over OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT (docs/telemetry.md)")
+    export.add_argument("session_ids", nargs="*", metavar="SESSION", help="default: every stored session")
     show = actions.add_parser("show", help="a session's steps")
     show.add_argument("session_id")
     _json_option(show)
@@ -156,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         return serve_mcp(
             root, args.tools, timeout_sec=args.timeout_sec, max_output_bytes=args.max_output_bytes
         )
+    if args.command in ("trust", "untrust"):
+        return trust_command(args.dir, trusting=args.command == "trust")
+    if args.command == "sessions" and args.action == "export":
+        return export_command(args)
     if args.command == "demo":
         from .demo import run_demo
 
@@ -181,11 +207,16 @@ async def ask_command(args: argparse.Namespace) -> int:
     root = _root(args)
     files = [_tool_path(name, root) for name in args.tools]
     fields = {"max_steps": args.max_steps} if args.max_steps else {}
+    if args.permission_mode:
+        fields["permission_mode"] = args.permission_mode
     with CtrlC() as ctrl_c:
         async with _client(args, root) as (client, runner):
             for path in files:
                 await client.register_tool(path)
             if args.session:
+                if args.model or args.permission_mode or args.tool_mode:  # the stored session's own change
+                    await client.configure_session(args.session, model=args.model, tool_mode=args.tool_mode,
+                                                   permission_mode=args.permission_mode)
                 await client.call("agent/prompt", {"sessionId": args.session, "text": task})
                 session_id = args.session
             else:
@@ -200,6 +231,20 @@ async def tools_command(args: argparse.Namespace) -> int:
     async with _spawn(root, options={"store": {"enabled": False}}) as client:
         tools = [tool for path in files for tool in await client.register_tool(path)]
     print(json.dumps(tools, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def export_command(args: argparse.Namespace) -> int:
+    """`sessions export --otlp`: the daemon package replays the store into spans, no daemon started."""
+    from mini_agent.app.traces import export
+    from mini_agent.core.errors import AgentError
+
+    try:
+        exported = export(_root(args), args.session_ids)
+    except AgentError as exc:
+        say(str(exc))
+        return EXIT_FAILED
+    say(f"exported {len(exported)} session(s) as traces")
     return EXIT_OK
 
 
@@ -223,10 +268,51 @@ async def sessions_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def models_command(args: argparse.Namespace) -> int:
+    """The models to choose from (the current one marked), or the configured one alone and why."""
+    root = _root(args)
+    llm = {"baseUrl": args.base_url} if args.base_url else {}
+    async with _spawn(root, options={"store": {"enabled": False}, "llm": llm}) as client:
+        found = await client.list_models(refresh=args.refresh)
+    if args.json:
+        print(json.dumps(found, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for model in found["models"]:
+        print(f"{'*' if model['id'] == found['current'] else ' '} {model['id']}")
+    if found.get("message"):
+        say(found["message"])
+    return EXIT_OK
+
+
+def trust_command(folder: Path, *, trusting: bool) -> int:
+    """`mini-agent trust|untrust DIR`: record or forget the folder in the user's trust store, and print
+    what its trust covers (what its workspace file would run)."""
+    from mini_agent.app import config, trust
+    from mini_agent.core.errors import AgentError
+
+    if not folder.is_dir():
+        say(f"{folder}: not a directory")
+        return EXIT_USAGE
+    root = folder.resolve()
+    try:
+        words = trust.remember(root, config.load(root)) if trusting else trust.forget(root)
+    except (AgentError, OSError, ValueError) as exc:
+        say(str(exc))
+        return EXIT_FAILED
+    if words is None:
+        print(f"{root} was not trusted")
+        return EXIT_OK
+    print(f"{'trusted' if trusting else 'no longer trusted'}: {root}")
+    for word in words or ["(its workspace file names nothing that waits for trust)"]:
+        print(f"  {word}")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "ask": ask_command,
     "tools": tools_command,
     "sessions": sessions_command,
+    "models": models_command,
 }
 
 

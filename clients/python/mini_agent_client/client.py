@@ -220,10 +220,28 @@ class AgentClient:
         return tools
 
     async def start_session(self, task: str, **fields: Any) -> str:
-        """`fields`: system_prompt, tools, llm, max_steps (snake_case here, camelCase on the wire)."""
+        """`fields`: system_prompt, tools, llm, max_steps, permission_mode, mcp_servers (snake_case
+        here, camelCase on the wire)."""
         result = await self.call("agent/startSession", {"task": task, **_camel(fields)})
         session_id: str = result["sessionId"]
         return session_id
+
+    async def list_models(self, base_url: str | None = None, *, refresh: bool = False) -> dict[str, Any]:
+        """`{models: [{id}], current, baseUrl, source, message?}`: what the model server lists, or the
+        configured model alone (`source` "configured", `message` saying why)."""
+        params = _drop_none(baseUrl=base_url, refresh=refresh or None)
+        result: dict[str, Any] = await self.call("agent/listModels", params)
+        return result
+
+    async def configure_session(self, session_id: str, *, model: str | None = None,
+                                permission_mode: str | None = None,
+                                tool_mode: str | None = None) -> dict[str, Any]:
+        """Change the session's model, permission mode or tool mode (from its next model turn);
+        answers `{sessionId, model, permissionMode, toolMode}`."""
+        params = _drop_none(sessionId=session_id, model=model, permissionMode=permission_mode,
+                            toolMode=tool_mode)
+        result: dict[str, Any] = await self.call("agent/configureSession", params)
+        return result
 
     async def step(self, session_id: str) -> dict[str, Any]:
         result: dict[str, Any] = await self.call("agent/step", {"sessionId": session_id})

@@ -60,6 +60,29 @@ command('MiniAgentTrust', function()
   agent().trust()
 end, { nargs = 0, desc = "mini-agent: trust this workspace (its tool files may be imported)" })
 
+command('MiniAgentModel', function(args)
+  agent().model(args.args, { refresh = args.bang })
+end, {
+  nargs = '?',
+  bang = true,
+  complete = function(lead)
+    return agent().complete_models(lead)
+  end,
+  desc = 'mini-agent: pick the model of the conversation and new sessions (! = ask the model server again)',
+})
+
+command('MiniAgentMode', function(args)
+  agent().mode(args.args)
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return vim.tbl_filter(function(mode)
+      return vim.startswith(mode, lead)
+    end, { 'ask_always', 'ask_when_needed', 'ask_never' })
+  end,
+  desc = 'mini-agent: pick when tool calls ask (ask_always, ask_when_needed, ask_never)',
+})
+
 command('MiniAgentLog', function()
   agent().log()
 end, { nargs = 0, desc = "mini-agent: open the daemon's log" })
@@ -76,6 +99,8 @@ map('n', '<Plug>(MiniAgentSessions)', '<Cmd>MiniAgentSessions<CR>', { desc = 'mi
 map('n', '<Plug>(MiniAgentCancel)', '<Cmd>MiniAgentCancel<CR>', { desc = 'mini-agent: cancel' })
 map('n', '<Plug>(MiniAgentApprovals)', '<Cmd>MiniAgentApprovals<CR>', { desc = 'mini-agent: approvals' })
 map('n', '<Plug>(MiniAgentTrust)', '<Cmd>MiniAgentTrust<CR>', { desc = 'mini-agent: trust this workspace' })
+map('n', '<Plug>(MiniAgentModel)', '<Cmd>MiniAgentModel<CR>', { desc = 'mini-agent: pick the model' })
+map('n', '<Plug>(MiniAgentMode)', '<Cmd>MiniAgentMode<CR>', { desc = 'mini-agent: pick the permission mode' })
 map('n', '<Plug>(MiniAgentLog)', '<Cmd>MiniAgentLog<CR>', { desc = 'mini-agent: log' })
 map('n', '<Plug>(MiniAgentTrace)', '<Cmd>MiniAgentTrace<CR>', { desc = 'mini-agent: toggle the trace' })
 

@@ -1,6 +1,7 @@
 -- Workspace trust: `trust_workspace` (false by default, true, or a function of the root) reaches the
 -- daemon as initializationOptions.workspaceTrusted, and :MiniAgentTrust sends agent/trustWorkspace {}.
--- What the daemon receives is read from a copy of its stdin (bash's `tee` in front of it).
+-- What the daemon receives is read from a copy of its stdin (bash's `tee` in front of it). A folder
+-- allowed with Neovim's :trust (vim.secure) counts as trusted.
 local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
 
 --- The JSON-RPC messages written to a daemon's stdin, decoded (`body`: as sent), in order.
@@ -94,4 +95,15 @@ h.run(function()
     end, received(stdin))
     return #sent == 2
   end)
+  stop()
+
+  -- a folder allowed with Neovim's own :trust (vim.secure's database) starts trusted
+  local config = require('mini_agent.config')
+  local other = vim.fn.tempname()
+  vim.fn.mkdir(other, 'p')
+  h.eq(false, config.init_options(other).workspaceTrusted, 'another folder, before :trust')
+  vim.cmd.edit(vim.fn.fnameescape(other))
+  local allowed, where = vim.secure.trust({ action = 'allow', bufnr = 0 })
+  assert(allowed, where)
+  h.eq(true, config.init_options(other).workspaceTrusted, 'the folder allowed with :trust')
 end)

@@ -88,16 +88,20 @@ echo "keep me" >"$WS/notes.txt"
 
 # A run and its follow-up (whose answer quotes the first turn's tool result: only the same conversation
 # has it), a second run; the third meets a dead model server, and its Retry (after the URL is fixed)
-# gets an answer.
+# gets an answer; then one run on the model picked in the status bar (the server lists "replay-large"),
+# and one in "Ask before every tool call" that counts lines.
 cat >"$RUN/script.json" <<'EOF'
-[
+{"model": "replay-large", "turns": [
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
   {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."},
   {"content": "Thought: I counted them before.\nFinal Answer: You asked “{last_user}”; schema.py had {last_observation} non-empty lines then."},
   {"content": "Thought: I will delete it.\nAction: delete_file\nAction Input: {\"file_path\": \"notes.txt\"}"},
   {"content": "Thought: I may not.\nFinal Answer: I did not delete notes.txt: {last_observation}"},
-  {"content": "Final Answer: back again"}
-]
+  {"content": "Final Answer: back again"},
+  {"content": "Final Answer: the picked model answered"},
+  {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
+  {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."}
+]}
 EOF
 pids=()
 cleanup() {

@@ -13,12 +13,25 @@ import {
   type ClientTool,
   errorReason,
   type Decision,
+  type ModelListing,
+  type PermissionMode,
   type PermissionRequest,
   type RunResult,
   type SessionStatus,
   type SessionSummary,
+  type StartSessionOptions,
   type ToolCall,
 } from "./protocol";
+import {
+  DEFAULT_PERMISSION_MODE,
+  isPermissionMode,
+  modeChoice,
+  modeItems,
+  modelPicker,
+  modelStatusText,
+  modeStatusText,
+  type ModelItem,
+} from "./pickers";
 import {
   APPROVAL_CHOICES,
   argumentsView,
@@ -40,6 +53,9 @@ import { TRACE_VIEW_TYPE, TraceView } from "./traceView";
 let state: Extension | undefined;
 
 const ARGUMENTS_SCHEME = "mini-agent-call";
+/** Workspace state: the model and the permission mode picked in the status bar. */
+const PICKED_MODEL = "miniAgent.pickedModel";
+const PICKED_MODE = "miniAgent.permissionMode";
 
 /** Read-only documents holding the arguments of the calls the user is reviewing. */
 class CallArguments implements vscode.TextDocumentContentProvider {
@@ -102,6 +118,8 @@ class Extension implements vscode.Disposable {
   private readonly traceView: TraceView;
   private readonly sessionsView: SessionsView;
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+  private readonly modelStatus = vscode.window.createStatusBarItem("miniAgent.model", vscode.StatusBarAlignment.Left, 49);
+  private readonly modeStatus = vscode.window.createStatusBarItem("miniAgent.permissionMode", vscode.StatusBarAlignment.Left, 48);
   private readonly disposables: vscode.Disposable[] = [];
   private focused: string | undefined;
   /** The session Ask continues (this window's latest Ask; see `continuesConversation`). */
@@ -117,9 +135,15 @@ class Extension implements vscode.Disposable {
     this.sessionsView = new SessionsView(this.store, () => this.storedSessions());
     this.status.command = "miniAgent.showTrace";
     this.status.name = "Mini Agent";
+    this.modelStatus.command = "miniAgent.pickModel";
+    this.modelStatus.name = "Mini Agent model";
+    this.modeStatus.command = "miniAgent.pickPermissionMode";
+    this.modeStatus.name = "Mini Agent permission mode";
     this.disposables.push(
       this.output,
       this.status,
+      this.modelStatus,
+      this.modeStatus,
       this.traceView,
       this.daemon,
       vscode.window.registerTreeDataProvider("miniAgent.sessions", this.sessionsView),
@@ -137,6 +161,7 @@ class Extension implements vscode.Disposable {
     this.store.onDidChange((trace) => this.onTraceChanged(trace));
     this.updateContext();
     this.updateStatus();
+    this.updatePickers();
   }
 
   dispose(): void {
@@ -173,6 +198,8 @@ class Extension implements vscode.Disposable {
       "miniAgent.showLog": () => this.output.show(true),
       "miniAgent.restart": () => this.restart(),
       "miniAgent.refreshSessions": () => this.sessionsView.refresh(),
+      "miniAgent.pickModel": () => this.pickModel(),
+      "miniAgent.pickPermissionMode": () => this.pickPermissionMode(),
     };
     return Object.entries(commands).map(([id, run]) =>
       vscode.commands.registerCommand(id, (...args: unknown[]) => this.guard(id, () => run(...args))),
@@ -225,7 +252,7 @@ class Extension implements vscode.Disposable {
     if ((await agent.listTools()).length === 0) {
       this.output.warn("no tools registered: the model answers alone (Mini Agent: Register tools in this file)");
     }
-    const { sessionId } = await agent.startSession(task);
+    const { sessionId } = await agent.startSession(task, this.sessionOptions());
     this.conversation = sessionId;
     this.store.ensure(sessionId, task);
     this.focused = sessionId;
@@ -419,6 +446,86 @@ class Extension implements vscode.Disposable {
     void vscode.window.showInformationMessage("Mini Agent: daemon restarted.");
   }
 
+  // -- model and permission mode -------------------------------------------------------------------
+
+  /** The model new sessions use: the one picked in the status bar, else the miniAgent.model setting. */
+  private pickedModel(): string | undefined {
+    return this.context.workspaceState.get<string>(PICKED_MODEL) || vscode.workspace.getConfiguration("miniAgent").get<string>("model") || undefined;
+  }
+
+  private permissionMode(): PermissionMode {
+    const stored = this.context.workspaceState.get<string>(PICKED_MODE);
+    return isPermissionMode(stored) ? stored : DEFAULT_PERMISSION_MODE;
+  }
+
+  /** What a new session starts with: the picked model (over the daemon's) and permission mode. */
+  private sessionOptions(): StartSessionOptions {
+    const picked = this.context.workspaceState.get<string>(PICKED_MODEL);
+    return { permissionMode: this.permissionMode(), ...(picked ? { llm: { model: picked } } : {}) };
+  }
+
+  private updatePickers(): void {
+    const mode = modeChoice(this.permissionMode());
+    this.modelStatus.text = modelStatusText(this.pickedModel());
+    this.modelStatus.tooltip = "Mini Agent: the model of this conversation and the next ones. Click to pick another.";
+    this.modeStatus.text = modeStatusText(mode.mode);
+    this.modeStatus.tooltip = `Mini Agent: ${mode.label}. ${mode.description} Click to change.`;
+    this.modelStatus.show();
+    this.modeStatus.show();
+  }
+
+  /** The model quick pick: the model server's list through the daemon, with a "Refresh list" row. */
+  private async pickModel(refresh = false): Promise<void> {
+    let listing: ModelListing | undefined;
+    let failure: string | undefined;
+    try {
+      listing = await (await this.daemon.ensure()).listModels(refresh ? { refresh: true } : {});
+    } catch (error) {
+      failure = message(error);
+      this.output.warn(`agent/listModels: ${failure}`);
+    }
+    const { items, placeholder } = modelPicker(listing, this.pickedModel(), failure);
+    const picked = await vscode.window.showQuickPick<ModelItem & vscode.QuickPickItem>(items, {
+      title: "Mini Agent: Model",
+      placeHolder: placeholder,
+    });
+    if (picked?.refresh) return this.pickModel(true);
+    if (picked?.model === undefined) return;
+    await this.configureConversation({ model: picked.model });
+    await this.context.workspaceState.update(PICKED_MODEL, picked.model);
+    this.output.info(`model: ${picked.model} (this conversation and the next ones)`);
+    this.updatePickers();
+  }
+
+  private async pickPermissionMode(): Promise<void> {
+    const items = modeItems(this.permissionMode());
+    const picked = await vscode.window.showQuickPick(items, {
+      title: "Mini Agent: Permission mode",
+      placeHolder: "When the agent asks before running a tool; applies to this conversation and the next ones",
+    });
+    if (picked === undefined) return;
+    await this.configureConversation({ permissionMode: picked.mode });
+    await this.context.workspaceState.update(PICKED_MODE, picked.mode);
+    this.output.info(`permission mode: ${picked.mode} (this conversation and the next ones)`);
+    this.updatePickers();
+  }
+
+  /**
+   * Apply a pick to the conversation Ask continues, when this daemon holds it; a refusal (ask_never in
+   * an untrusted workspace) throws with the daemon's message, and the pick is not kept.
+   */
+  private async configureConversation(change: { model?: string; permissionMode?: PermissionMode }): Promise<void> {
+    const sessionId = this.conversation;
+    if (sessionId === undefined || !this.daemon.running) return;
+    const agent = await this.daemon.ensure();
+    try {
+      await agent.configureSession(sessionId, change);
+    } catch (error) {
+      if (errorReason(error) === "unknown_session") return; // gone with an earlier daemon: the pick is for new sessions
+      throw error;
+    }
+  }
+
   // -- sessions --------------------------------------------------------------------------------------
 
   private async storedSessions(): Promise<SessionSummary[] | undefined> {
@@ -489,6 +596,10 @@ class Extension implements vscode.Disposable {
 
   private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
     const restartKeys = ["command", "args", "pythonPath", "baseUrl", "model", "toolMode", "maxSteps", "logLevel"];
+    if (event.affectsConfiguration("miniAgent.model")) {
+      // The user chose a model in the settings: it wins over the one picked in the status bar.
+      void this.context.workspaceState.update(PICKED_MODEL, undefined).then(() => this.updatePickers());
+    }
     if (restartKeys.some((key) => event.affectsConfiguration(`miniAgent.${key}`))) {
       void this.restartIfRunning("the settings changed");
     }

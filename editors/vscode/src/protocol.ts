@@ -29,6 +29,8 @@ export type StopReason =
   | "error";
 export type ToolMode = "react" | "native" | "json" | "auto";
 export type Decision = "allow_once" | "allow_always" | "reject_once" | "reject_always";
+/** How often a session asks before a tool call (docs/protocol.md, agent/configureSession). */
+export type PermissionMode = "ask_always" | "ask_when_needed" | "ask_never";
 
 export interface Usage {
   promptTokens: number;
@@ -209,6 +211,30 @@ export interface StartSessionOptions {
   tools?: string[];
   llm?: LlmOptions;
   maxSteps?: number;
+  permissionMode?: PermissionMode;
+}
+
+/** `agent/listModels`: the model choices of a model server (`source` "configured": it listed none, see `message`). */
+export interface ModelListing {
+  models: { id: string }[];
+  current: string;
+  baseUrl: string;
+  source: "server" | "configured";
+  message?: string;
+}
+
+/** `agent/configureSession`: a session's configuration, after the change. */
+export interface SessionConfiguration {
+  sessionId: string;
+  model: string;
+  permissionMode: PermissionMode;
+  toolMode: ToolMode;
+}
+
+export interface ConfigureSessionOptions {
+  model?: string;
+  permissionMode?: PermissionMode;
+  toolMode?: ToolMode;
 }
 
 export interface RegisterOptions {
@@ -432,6 +458,16 @@ export class AgentClient {
 
   startSession(task: string, options: StartSessionOptions = {}): Promise<{ sessionId: string; status: SessionStatus }> {
     return this.request("agent/startSession", { task, ...options });
+  }
+
+  /** The models the daemon's model server (or `baseUrl`'s) lists; `refresh` asks the server again. */
+  listModels(options: { baseUrl?: string; refresh?: boolean } = {}): Promise<ModelListing> {
+    return this.request("agent/listModels", options);
+  }
+
+  /** Change a session's model or permission mode from its next model turn; answers its configuration. */
+  configureSession(sessionId: string, options: ConfigureSessionOptions = {}): Promise<SessionConfiguration> {
+    return this.request("agent/configureSession", { sessionId, ...options });
   }
 
   /** A follow-up user turn in a session that ended its turn (or is ready); `run` then goes on. */

@@ -16,6 +16,7 @@ import {
   type PermissionRequest,
   type Tool,
 } from "../src/protocol";
+import { modelPicker } from "../src/pickers";
 import { continuesConversation } from "../src/prompts";
 import { renderTrace } from "../src/render";
 import { finalAnswer, statusLabel, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
@@ -343,5 +344,42 @@ describe("continuing the conversation", () => {
     assert.equal(again.split("Follow-up").length, 2, again);
     const replayed = ["Step 1", "first answer", "Follow-up", "and a follow-up", "Step 2"].map((part) => again.indexOf(part, again.indexOf("Step 1")));
     assert.deepEqual([...replayed].sort((a, b) => a - b), replayed, again);
+  });
+});
+
+describe("the model and permission-mode pickers", () => {
+  let r: Rig | undefined;
+  after(() => closeRig(r));
+
+  test("the picker lists the server's models; a new session in ask_always with the picked model asks even for a read-only tool", async () => {
+    r = await rig([{ content: COUNT_SCHEMA[0] }, FINAL], ["allow_once"]);
+    await r.client.registerFile(path.join(r.workspace, "tools.py"));
+    const listing = await r.client.listModels();
+    assert.equal(listing.source, "server");
+    // The daemon's model is "replay" and the server lists it: one choice, current, then Refresh list.
+    assert.deepEqual(modelPicker(listing, "mine").items.map((i) => i.model), ["mine", "replay", undefined]);
+    const { sessionId } = await r.client.startSession("How many lines?", { permissionMode: "ask_always", llm: { model: "replay" } });
+    const configured = await r.client.configureSession(sessionId);
+    assert.deepEqual([configured.model, configured.permissionMode], ["replay", "ask_always"]);
+    const result = await r.client.run(sessionId);
+    assert.equal(result.stopReason, "end_turn", r.daemon.stderr());
+    assert.deepEqual(r.asked.map((a) => a.toolCall.name), ["count_file_lines"], "the read-only tool asked");
+    assert.equal(result.finalAnswer, `schema.py has ${nonEmptyLines(path.join(r.workspace, "schema.py"))} non-empty lines.`);
+  });
+
+  test("a model server that is down: the configured model alone, and why", async () => {
+    const listing = await r!.client.listModels({ baseUrl: "http://127.0.0.1:9/v1", refresh: true });
+    const { items, placeholder } = modelPicker(listing, undefined);
+    assert.equal(listing.source, "configured");
+    assert.deepEqual(items.map((i) => i.model), ["replay", undefined]);
+    assert.match(placeholder, /127\.0\.0\.1:9/);
+  });
+
+  test("Never ask in an untrusted workspace: refused with the daemon's message", async () => {
+    const { sessionId } = await r!.client.startSession("anything");
+    await assert.rejects(r!.client.configureSession(sessionId, { permissionMode: "ask_never" }), (error: Error) => {
+      assert.match(error.message, /not trusted/);
+      return true;
+    });
   });
 });

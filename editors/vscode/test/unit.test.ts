@@ -17,6 +17,7 @@ import {
   type PermissionRequest,
   type RunResult,
 } from "../src/protocol";
+import { DEFAULT_PERMISSION_MODE, isPermissionMode, modeItems, modelPicker, modelStatusText, modeStatusText, PERMISSION_MODES, REFRESH_LABEL } from "../src/pickers";
 import { functionAtLine } from "../src/python";
 import { escapeHtml, FOLD_CHARS, renderTrace } from "../src/render";
 import { applyUpdate, DECLINED_PREFIX, finalAnswer, newTrace, statusLabel, type SessionTrace } from "../src/trace";
@@ -341,5 +342,51 @@ describe("DaemonLogReader", () => {
     assert.equal(reader.read("Traceback (most recent call last):").level, "error");
     assert.equal(reader.read("[mini-agent] INFO mini_agent.x: two lines").level, "info");
     assert.deepEqual(reader.read("  the second"), { level: "info", text: "  the second" });
+  });
+});
+
+describe("the model and permission-mode pickers", () => {
+  const listing = { models: [{ id: "qwen" }, { id: "llama" }], current: "qwen", baseUrl: "http://m/v1", source: "server" as const };
+
+  test("the three modes in the picker's words, the default the middle one, the current one marked", () => {
+    assert.deepEqual(PERMISSION_MODES.map((m) => [m.mode, m.label]), [
+      ["ask_always", "Ask before every tool call"],
+      ["ask_when_needed", "Ask when a tool needs approval"],
+      ["ask_never", "Never ask (I'm watching)"],
+    ]);
+    assert.equal(DEFAULT_PERMISSION_MODE, "ask_when_needed");
+    const items = modeItems("ask_always");
+    assert.deepEqual(items.map((i) => i.picked), [true, false, false]);
+    assert.match(items[0].description, /^\(current\) Every tool call waits/);
+    assert.ok(isPermissionMode("ask_never") && !isPermissionMode("never"));
+    assert.equal(modeStatusText("ask_never"), "$(shield) Never ask");
+  });
+
+  test("the server's models, the current one marked, then Refresh list", () => {
+    const { items, placeholder } = modelPicker(listing, "llama");
+    assert.deepEqual(items.map((i) => [i.label, i.description ?? ""]), [
+      ["qwen", ""],
+      ["llama", "(current)"],
+      [REFRESH_LABEL, "ask the model server again"],
+    ]);
+    assert.ok(items[2].refresh && items[2].model === undefined);
+    assert.match(placeholder, /http:\/\/m\/v1 lists/);
+    assert.equal(modelStatusText("llama"), "$(hubot) llama");
+  });
+
+  test("a model the server does not list stays a choice, first", () => {
+    assert.deepEqual(modelPicker(listing, "mine").items.map((i) => i.model), ["mine", "qwen", "llama", undefined]);
+    assert.equal(modelPicker(listing, undefined).items[0].description, "(current)", "the daemon's current one");
+  });
+
+  test("a server that lists none or is down: the configured model alone, and why in the daemon's words", () => {
+    const down = { models: [{ id: "replay" }], current: "replay", baseUrl: "http://m/v1", source: "configured" as const, message: "the model server at http://m/v1 did not answer in 2 s" };
+    const { items, placeholder } = modelPicker(down, undefined);
+    assert.equal(placeholder, "the model server at http://m/v1 did not answer in 2 s");
+    assert.deepEqual(items.map((i) => i.label), ["replay", REFRESH_LABEL]);
+    assert.equal(items[0].detail, placeholder);
+    const noDaemon = modelPicker(undefined, "replay", "mini-agent was not found");
+    assert.equal(noDaemon.placeholder, "The daemon could not list the models: mini-agent was not found.");
+    assert.deepEqual(noDaemon.items.map((i) => i.label), ["replay", REFRESH_LABEL]);
   });
 });

@@ -37,16 +37,20 @@ from acp.schema import (
     SessionInfo,
     SessionInfoUpdate,
     SessionListCapabilities,
+    SessionModeState,
     SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
 )
 
 from mini_agent import __version__
 from mini_agent.acp import editor_fs, updates
 from mini_agent.acp.transport import LineTransport
+from mini_agent.acp.trust_prompt import TrustPrompt
 from mini_agent.app import config as workspace_config
 from mini_agent.core.contracts import StopReason
 from mini_agent.core.errors import AgentError, UnknownSession
-from mini_agent.core.session import new_session_id
+from mini_agent.core.session import PermissionMode, new_session_id
 from mini_agent.tools.mcp.config import McpServer, parse_servers
 
 if TYPE_CHECKING:
@@ -61,6 +65,7 @@ PAGE = 50
 MAX_CWD_CHARS = 4096  # PATH_MAX on Linux: a longer cwd cannot be opened
 CURSOR_DIGITS = 18  # a cursor is an offset SQLite can hold (below 2**63)
 SHOWN_CHARS = 80  # of a refused value, in the error message
+SHOWN_MODELS = 20  # of the choices, in the error message refusing a model
 STOP_NOTES = {
     StopReason.MAX_TURN_REQUESTS: "Stopped: this prompt used up its step budget ({max_steps} model turns).",
     StopReason.LOOP_DETECTED: "Stopped: the model repeated the same tool call with the same arguments.",
@@ -80,6 +85,8 @@ class Chat:
     cancels: int = 0  # bumped by session/cancel: a prompt queued before it answers `cancelled`
     beginning: asyncio.Future[None] | None = None  # the prompt's start (its MCP servers), while it runs
     warned: bool = False  # told that its sessions will not be saved, when the store could not be opened
+    model: str | None = None  # chosen before the first prompt starts the session: it starts with them
+    mode: PermissionMode | None = None
 
 
 class MiniAgent:
@@ -93,6 +100,7 @@ class MiniAgent:
         self._chats: dict[str, Chat] = {}
         self.connection: Connection | None = None
         self._fs: FileSystemCapabilities | None = None  # what the client said it can do, at initialize
+        self._trust = TrustPrompt(self._conn, self._env)  # asks, once per folder, where it waits for trust
 
     def _conn(self) -> Connection:
         assert self.connection is not None
@@ -135,7 +143,8 @@ class MiniAgent:
     ) -> NewSessionResponse:
         pair = await self._workspace(cwd)
         chat = self._adopt(new_session_id(), pair, started=False, mcp_servers=mcp_servers)
-        return NewSessionResponse(session_id=chat.session_id)
+        options, modes = await self._config(chat)
+        return NewSessionResponse(session_id=chat.session_id, config_options=options, modes=modes)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
@@ -143,18 +152,21 @@ class MiniAgent:
         """Replay the whole history, user turns included, before answering."""
         workspace, client = await self._workspace(cwd)
         events = workspace.runtime.replay(session_id, task=True)  # an unknown session stops here
-        self._warn(self._adopt(session_id, (workspace, client), started=True, mcp_servers=mcp_servers))
-        for update in updates.history(events, client.kind_of):
+        chat = self._adopt(session_id, (workspace, client), started=True, mcp_servers=mcp_servers)
+        self._warn(chat)
+        options, modes = await self._config(chat)
+        for update in updates.history(events, client.kind_of, client.models):
             client.post(session_id, update)
-        return LoadSessionResponse()
+        return LoadSessionResponse(config_options=options, modes=modes)
 
     async def resume_session(
         self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> ResumeSessionResponse:
         pair = await self._workspace(cwd)
         pair[0].runtime.resume(session_id)
-        self._adopt(session_id, pair, started=True, mcp_servers=mcp_servers)
-        return ResumeSessionResponse()
+        chat = self._adopt(session_id, pair, started=True, mcp_servers=mcp_servers)
+        options, modes = await self._config(chat)
+        return ResumeSessionResponse(config_options=options, modes=modes)
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
@@ -184,9 +196,75 @@ class MiniAgent:
             return DeleteSessionResponse()
         raise UnknownSession(session_id)
 
+    # -- configuration --------------------------------------------------------------------------
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> SetSessionConfigOptionResponse:
+        """`model` (one the model server lists) or `mode` (a permission mode); answers every option."""
+        chat = self._chat(session_id)
+        if not isinstance(value, str):
+            raise AgentError(f"configId {config_id!r} takes a value from its options, not {value!r}",
+                             config_id=_shown(config_id))
+        if config_id == updates.MODEL_OPTION:
+            await self._configure(chat, model=await self._model(chat, value))
+        elif config_id == updates.MODE_OPTION:
+            await self._configure(chat, mode=_mode(value, "value"))
+        else:
+            raise AgentError(
+                f"unknown configId {_shown(config_id)}: this agent has {updates.MODEL_OPTION!r} and "
+                f"{updates.MODE_OPTION!r}",
+                config_id=_shown(config_id),
+            )
+        options, _modes = await self._config(chat)
+        return SetSessionConfigOptionResponse(config_options=options)
+
+    async def set_session_mode(self, mode_id: str, session_id: str, **_: Any) -> SetSessionModeResponse:
+        """The legacy session modes: the same permission mode as the `mode` config option."""
+        await self._configure(self._chat(session_id), mode=_mode(mode_id, "modeId"))
+        return SetSessionModeResponse()
+
+    async def _configure(
+        self, chat: Chat, *, model: str | None = None, mode: PermissionMode | None = None
+    ) -> None:
+        """A started session changes from its next model turn (and says so in updates of its own
+        kinds); one not started yet starts with the choice."""
+        chat.workspace.check_mode(mode)
+        if chat.started:
+            chat.workspace.configure_session(chat.session_id, model=model, permission_mode=mode)
+            return
+        chat.model, chat.mode = model or chat.model, mode or chat.mode
+
+    async def _model(self, chat: Chat, value: str) -> str:
+        """`value` when it is a model to offer: one the server lists, or the session's own."""
+        choices = await chat.workspace.list_models()
+        current, _mode_now = self._current(chat)
+        if value == current or value in choices.models:
+            return value
+        offered = ", ".join(repr(m) for m in choices.models[:SHOWN_MODELS])
+        raise AgentError(f"model {_shown(value)} is not one to choose: the choices are {offered}",
+                         value=_shown(value))
+
+    def _current(self, chat: Chat) -> tuple[str, PermissionMode]:
+        """The session's model and permission mode (the chosen or the default ones before it starts)."""
+        if chat.started:
+            config = chat.workspace.runtime.get(chat.session_id).config
+            return config.llm.model, config.permission_mode
+        defaults = chat.workspace.runtime.defaults
+        return chat.model or defaults.llm.model, chat.mode or defaults.permission_mode
+
+    async def _config(self, chat: Chat) -> tuple[list[updates.ConfigOption], SessionModeState]:
+        """The session's `configOptions` and legacy `modes`; the model server is asked once."""
+        choices = await chat.workspace.list_models()
+        model, mode = self._current(chat)
+        options = updates.config_options(model, choices.models, mode, choices.message)
+        return options, updates.mode_state(mode)
+
     # -- turns ----------------------------------------------------------------------------------
 
-    async def prompt(self, session_id: str, prompt: list[updates.PromptBlock], **_: Any) -> PromptResponse:
+    async def prompt(
+        self, session_id: str, prompt: list[updates.PromptBlock], **meta: Any
+    ) -> PromptResponse:
         """One user turn: the first is the task, each later one a follow-up in the same history.
         Prompts queue behind the one running; one queued before a session/cancel answers `cancelled`."""
         chat = self._chat(session_id)
@@ -195,6 +273,8 @@ class MiniAgent:
             if chat.cancels != ticket:
                 return PromptResponse(stop_reason="cancelled")
             self._warn(chat)
+            traceparent = meta.get("traceparent")
+            chat.workspace.trace_parent(session_id, traceparent if isinstance(traceparent, str) else None)
             text = updates.prompt_text(prompt)
             begun = asyncio.ensure_future(self._begin(chat, text))
             chat.beginning = begun
@@ -234,10 +314,16 @@ class MiniAgent:
         """The turn up to its first step: the task or the follow-up in the history, once the MCP
         servers are up."""
         workspace, session_id = chat.workspace, chat.session_id
+        await self._trust.ensure(session_id, workspace, chat.client)
         if chat.started:
             await workspace.prompt(session_id, text, chat.mcp_servers)
             return
-        session = await workspace.start_session(text, mcp_servers=chat.mcp_servers, session_id=session_id)
+        from mini_agent.app.options import LLMParams
+
+        llm = LLMParams.model_validate({"model": chat.model}) if chat.model is not None else None
+        session = await workspace.start_session(
+            text, mcp_servers=chat.mcp_servers, session_id=session_id, llm=llm, permission_mode=chat.mode
+        )
         chat.started = True
         info = SessionInfoUpdate(
             session_update="session_info_update",
@@ -299,7 +385,7 @@ class MiniAgent:
             from mini_agent.acp.client import AcpClient  # the adapters load with the first workspace
             from mini_agent.app.workspace import Workspace
 
-            request = {"workspaceTrusted": self._trusted}  # read off the loop: other workspaces go on
+            request = {"workspaceTrusted": True} if self._trusted else {}  # {}: the trust store decides
             options, config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
             if (pair := self._workspaces.get(root)) is not None:  # another request built it meanwhile
                 return pair
@@ -309,11 +395,8 @@ class MiniAgent:
             editor_fs.register(workspace.registry, self._fs)
             for problem in await workspace.restore_tools():
                 log.warning("could not restore a tool registration: %s", problem)
-            if not self._trusted and workspace_config.needs_trust(config):
-                log.warning(
-                    "%s: its tools, approval allow-list and llm.base_url wait for `mini-agent acp --trust`",
-                    config.source,
-                )
+            if held := workspace.held_back_note():
+                log.warning("%s", held)
         return pair
 
 
@@ -331,6 +414,15 @@ def _mcp_servers(raw: list[Any] | None) -> list[McpServer]:
     for server in dumped:
         server.pop("_meta", None)
     return parse_servers("mcpServers", dumped)
+
+
+def _mode(value: str, field_name: str) -> PermissionMode:
+    try:
+        return PermissionMode(value)
+    except ValueError:
+        modes = ", ".join(m.value for m in PermissionMode)
+        raise AgentError(f"{field_name} {_shown(value)} is not a permission mode: {modes}",
+                         value=_shown(value)) from None
 
 
 def _cancelling() -> bool:

@@ -68,9 +68,14 @@ class AcpClient:
         `UserTurn` is not echoed (session/load replays it)."""
         if isinstance(event, UserTurn) or not self._follows(event.session_id):
             return
-        update = updates.update_for(event, self.kind_of)
-        if update is not None:
+        for update in updates.updates_for(event, self.kind_of, self.models):
             self.post(event.session_id, update)
+
+    def models(self) -> list[str]:
+        """The models the workspace's model server listed, as far as it was asked (see `acp.agent`)."""
+        if self.workspace is None:
+            return []
+        return self.workspace.known_models(self.workspace.runtime.defaults.llm.base_url)
 
     def tools_changed(self, tools: ToolList) -> None:
         """ACP has no tool-list notification: a new tool shows when the model calls it."""

@@ -1,7 +1,10 @@
 """The core's events as ACP `session/update` payloads, and ACP prompt blocks as the user's words.
 
 Pure mapping, the ACP twin of `wire.update_body`: one `match` over the event types. The runtime's
-status changes have no ACP update (a turn's end is the `session/prompt` answer), so they map to None.
+status changes have no ACP update (a turn's end is the `session/prompt` answer), so they map to None;
+a change of the session's configuration maps to two (`updates_for`): `config_option_update` and, for
+clients that know only the legacy session modes, `current_mode_update`. The session's configuration
+as ACP offers it (`config_options`, `mode_state`) is built here too.
 """
 
 from __future__ import annotations
@@ -13,10 +16,17 @@ from typing import Any, assert_never
 from acp import helpers
 from acp.schema import (
     AudioContentBlock,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
     ImageContentBlock,
     ResourceContentBlock,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionMode,
+    SessionModeState,
     TextContentBlock,
     TextResourceContents,
     ToolCallLocation,
@@ -29,6 +39,7 @@ from mini_agent.core.contracts import Observation, TokenUsage, ToolCall, ToolSpe
 from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
+    ConfigChanged,
     StatusChanged,
     ThoughtChunk,
     ToolCallFinished,
@@ -37,6 +48,7 @@ from mini_agent.core.events import (
     UsageReported,
     UserTurn,
 )
+from mini_agent.core.session import PermissionMode
 
 Update = Any  # one of the SDK's session-update models
 PromptBlock = (
@@ -47,6 +59,12 @@ PromptBlock = (
     | EmbeddedResourceContentBlock
 )
 KindOf = Callable[[str], ToolKind]
+ConfigOption = SessionConfigOptionSelect | SessionConfigOptionBoolean
+ModelsOf = Callable[[], Sequence[str]]  # the models to offer, as the model server listed them
+MODEL_OPTION = "model"
+MODE_OPTION = "mode"
+MODEL_NOTE = "The model this session's next turns use."
+MODE_NOTE = "Which tool calls wait for your answer."
 TITLE_VALUE_CHARS = 60
 
 
@@ -92,10 +110,61 @@ def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
             )
         case UsageReported(usage=step, total=total, used=used, size=size):
             return usage_update(step, total, used, size)
-        case StatusChanged():
+        case StatusChanged() | ConfigChanged():  # a configuration change is `updates_for`'s
             return None
         case _:
             assert_never(event)
+
+
+def updates_for(event: AgentEvent, kind_of: KindOf, models_of: ModelsOf) -> list[Update]:
+    """`event` as the session updates it makes: none, one, or for a configuration change two."""
+    if isinstance(event, ConfigChanged):
+        options = config_options(event.model, models_of(), event.permission_mode)
+        return [
+            ConfigOptionUpdate(session_update="config_option_update", config_options=options),
+            CurrentModeUpdate(
+                session_update="current_mode_update", current_mode_id=event.permission_mode.value
+            ),
+        ]
+    update = update_for(event, kind_of)
+    return [update] if update is not None else []
+
+
+def config_options(
+    model: str, models: Sequence[str], mode: PermissionMode, model_note: str | None = None
+) -> list[ConfigOption]:
+    """The session's `configOptions`: the model (the listed ones, the current one always among them;
+    `model_note` says why there is only one) and the permission mode."""
+    offered = list(dict.fromkeys([*models, model]))
+    return [
+        SessionConfigOptionSelect(
+            type="select",
+            id=MODEL_OPTION,
+            name="Model",
+            category="model",
+            description=model_note or MODEL_NOTE,
+            current_value=model,
+            options=[SessionConfigSelectOption(value=name, name=name) for name in offered],
+        ),
+        SessionConfigOptionSelect(
+            type="select",
+            id=MODE_OPTION,
+            name="Permission mode",
+            category="mode",
+            description=MODE_NOTE,
+            current_value=mode.value,
+            options=[
+                SessionConfigSelectOption(value=m.value, name=m.label, description=m.description)
+                for m in PermissionMode
+            ],
+        ),
+    ]
+
+
+def mode_state(mode: PermissionMode) -> SessionModeState:
+    """The legacy session modes: the permission modes, under the same ids."""
+    modes = [SessionMode(id=m.value, name=m.label, description=m.description) for m in PermissionMode]
+    return SessionModeState(current_mode_id=mode.value, available_modes=modes)
 
 
 def permission_call(
@@ -117,11 +186,11 @@ def permission_call(
     )
 
 
-def history(events: Sequence[AgentEvent], kind_of: KindOf) -> list[Update]:
+def history(events: Sequence[AgentEvent], kind_of: KindOf, models_of: ModelsOf) -> list[Update]:
     """A stored session's replayed events (the task's user turn among them) as `session/load` sends
-    them: each user turn as a `user_message_chunk` before the steps that answered it, and each step's
-    lasting updates."""
-    return [u for event in events if (u := update_for(event, kind_of))]
+    them: each user turn as a `user_message_chunk` before the steps that answered it, each change of
+    its configuration, and each step's lasting updates."""
+    return [u for event in events for u in updates_for(event, kind_of, models_of)]
 
 
 def usage_update(step: TokenUsage, total: TokenUsage, used: int = 0, size: int = 0) -> UsageUpdate:

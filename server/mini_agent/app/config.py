@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.alias_generators import to_camel
 
+from mini_agent.app import trust
 from mini_agent.app.options import InitOptions, llm_fields
 from mini_agent.core.contracts import LLMConfig
 from mini_agent.core.errors import AgentError
@@ -182,8 +183,13 @@ def _parse(table: dict[str, Any], source: str, prefix: str) -> WorkspaceConfig:
 def resolve(
     root: Path, request: Mapping[str, Any] | None, env: Mapping[str, str]
 ) -> tuple[InitOptions, WorkspaceConfig]:
-    """A workspace's options from all three layers, and its file; either failing is an AgentError."""
+    """A workspace's options from all three layers, and its file; either failing is an AgentError.
+    A request that says nothing of `workspaceTrusted` gets the trust the user remembered for the
+    folder (`app.trust`: the same folder, its workspace file naming the same things); one that says
+    it (an editor's own workspace trust) decides."""
     config = load(root)
+    if "workspaceTrusted" not in (request or {}) and trust.is_trusted(root, config):
+        request = {**(request or {}), "workspaceTrusted": True}
     return parse("initializationOptions", merged_options(config, request, env), InitOptions), config
 
 
@@ -242,8 +248,8 @@ def _server(base_url: str) -> str:
 
 def needs_trust(config: WorkspaceConfig) -> bool:
     """Whether the file says something only a trusted workspace gets: tools (importing them runs the
-    workspace's code), an allow-list, or a model server to send the conversation to."""
-    return bool(config.tools or config.allow or config.mcp_servers or "base_url" in config.llm)
+    workspace's code), an allow-list, or a model server to send the conversation to (`trust.Runs`)."""
+    return trust.Runs.of(config).needed
 
 
 def _camel(server: Mapping[str, Any]) -> dict[str, Any]:

@@ -61,6 +61,14 @@ class StoreOptions(Params):
     enabled: bool = True
 
 
+class TelemetryOptions(Params):
+    """`telemetry`: where traces go (an OTLP/HTTP base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT`; None: the
+    environment decides) and whether prompts, completions and tool data go on the spans."""
+
+    endpoint: str | None = Field(default=None, min_length=1)
+    capture_content: bool | None = None
+
+
 class InitOptions(Params):
     llm: LLMParams = Field(default_factory=LLMParams)
     tools: ToolHostOptions = Field(default_factory=ToolHostOptions)
@@ -70,6 +78,7 @@ class InitOptions(Params):
     # Until the client says so (the editor's workspace trust), stored tool registrations are not imported.
     workspace_trusted: bool = False
     mcp_servers: list[McpServer] = Field(default_factory=list)  # for every session
+    telemetry: TelemetryOptions = Field(default_factory=TelemetryOptions)
 
 
 @dataclass(frozen=True, slots=True)

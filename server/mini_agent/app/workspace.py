@@ -8,30 +8,48 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from mini_agent.app import scope
+from mini_agent.app import scope, trust
 from mini_agent.app.config import WorkspaceConfig
 from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
 from mini_agent.app.port import Answer, Client, HeldRegistration, Scoping, ToolList
 from mini_agent.core.budget import find_observation
-from mini_agent.core.contracts import LLMConfig, Observation, SessionStatus, ToolCall, ToolSpec
-from mini_agent.core.errors import UnknownToolCall
+from mini_agent.core.contracts import LLMConfig, Observation, SessionStatus, ToolCall, ToolMode, ToolSpec
+from mini_agent.core.errors import UnknownToolCall, WorkspaceUntrusted
 from mini_agent.core.events import AgentEvent, StatusChanged, ThoughtChunk
 from mini_agent.core.runtime import AgentRuntime
-from mini_agent.core.session import AgentConfig, AgentSession, Ask, Decision
+from mini_agent.core.session import AgentConfig, AgentSession, Ask, Decision, PermissionMode
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.formats import reply_format
+from mini_agent.llm.models import ModelLister
 from mini_agent.llm.window import ServerWindowProbe
 from mini_agent.store.sqlite import SessionRow, SqliteStore, StoreError
+from mini_agent.telemetry.config import settings
 from mini_agent.tools.mcp import McpSource
 from mini_agent.tools.mcp.config import McpServer
 from mini_agent.tools.registry import RegistrationError, ToolRegistry
 
+if TYPE_CHECKING:
+    from mini_agent.telemetry.live import Tracing
+
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoices:
+    """The models to offer for a base URL: what its server lists (`source` "server"), else the
+    configured model alone (`source` "configured", `message` saying why in words)."""
+
+    base_url: str
+    current: str
+    models: list[str]
+    source: Literal["server", "configured"]
+    message: str | None = None
 
 
 class Workspace:
@@ -74,12 +92,15 @@ class Workspace:
         self._mcp_releases: set[asyncio.Task[None]] = set()
         self._session_mcp: dict[str, list[McpServer]] = {}  # the servers each session named itself
         keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
+        self._keys = {url.rstrip("/"): key for url, key in keys.items() if key}
+        self.models = ModelLister()
         defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
         if options.system_prompt is not None:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
+        self.tracing = _tracing(options, lambda sid: self.runtime.get(sid))
         self.runtime = AgentRuntime(
             self.llm,
-            self.registry,
+            self.tracing.tools(self.registry) if self.tracing is not None else self.registry,
             defaults=defaults,
             events=self._on_update,
             approver=self,
@@ -92,6 +113,7 @@ class Workspace:
         self._thought_parts: dict[tuple[str, int], list[str]] = {}
         if self.store is not None and not self.trusted:
             self.store.adopt = self._adopt
+        self.registry.held_back = self.held_back_note()
 
     def watch(self, session_id: str, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
         """Also send a session's updates to `callback` (e.g. a $/progress reporter); returns the undo."""
@@ -157,9 +179,24 @@ class Workspace:
         if await self.registry.reload(path) is not None:
             self.tools_changed()
 
-    async def trust(self) -> list[str]:
-        """The user trusts the workspace: import the registrations held back; returns the problems."""
+    def held_back(self) -> list[str]:
+        """What the workspace file names that waits for trust, in words; empty once trusted."""
+        return [] if self.trusted else trust.Runs.of(self.config).words()
+
+    def held_back_note(self) -> str:
+        """What an untrusted folder left out, why and how to trust it ("" when nothing is)."""
+        held = self.held_back()
+        return trust.held_back_note(self.root, held) if held else ""
+
+    async def trust(self, options: InitOptions | None = None) -> list[str]:
+        """The user trusts the workspace: import the registrations held back; returns the problems.
+        `options` (resolved as trusted) bring the workspace file's MCP servers and model server too."""
         self.trusted = True
+        self.registry.held_back = ""
+        if options is not None:
+            self.options = options
+            llm = options.llm.apply(LLMConfig())
+            self.runtime.defaults = replace(self.runtime.defaults, llm=replace(llm, api_key=None))
         if self.store is not None:
             self.store.adopt = None  # the sessions read before stay as they were adopted
         held, self.unloaded = self.unloaded, []
@@ -175,8 +212,9 @@ class Workspace:
     def _adopt(self, session: AgentSession) -> None:
         """A session read from the store of a workspace not trusted (the store may have come with a
         cloned repository): nothing stored there is acted on. It runs with this workspace's own model
-        settings (its stored ones only where they name the same server), and its standing and pending
-        decisions that allow a call are dropped (those that reject stay; a dropped call is asked again)."""
+        settings (its stored ones only where they name the same server), its permission mode is never
+        `ask_never`, and its standing and pending decisions that allow a call are dropped (those that
+        reject stay; a dropped call is asked again)."""
         distrust(session, self.runtime.defaults.llm)
 
     def standing_policy(self) -> dict[str, Decision]:
@@ -216,9 +254,11 @@ class Workspace:
         max_steps: int | None = None,
         mcp_servers: list[McpServer] | None = None,
         session_id: str | None = None,
+        permission_mode: PermissionMode | None = None,
     ) -> AgentSession:
         """Start the session's MCP servers (and the workspace's) first: its tools are snapshotted. The
         workspace file's approval policy gives its first standing decisions."""
+        self.check_mode(permission_mode)
         own = list(mcp_servers or [])
         configs = [*self.options.mcp_servers, *own]
         token = f"starting:{id(own)}"
@@ -236,6 +276,7 @@ class Workspace:
                 max_steps=max_steps,
                 session_id=session_id,
                 standing=self.standing_policy(),
+                permission_mode=permission_mode,
             )
         except BaseException:
             await self.mcp.release(token)
@@ -245,6 +286,41 @@ class Workspace:
         for problem in problems:
             self._report(session.session_id, problem)
         return session
+
+    def check_mode(self, mode: PermissionMode | None) -> None:
+        """`ask_never` is for a trusted folder only: a cloned repository must not run tools unasked."""
+        if mode is PermissionMode.ASK_NEVER and not self.trusted:
+            raise WorkspaceUntrusted(f"permission mode {mode.value} ({mode.label})", str(self.root))
+
+    def configure_session(
+        self,
+        session_id: str,
+        *,
+        model: str | None = None,
+        permission_mode: PermissionMode | None = None,
+        tool_mode: ToolMode | None = None,
+    ) -> AgentSession:
+        """Change a session's model, permission mode or tool mode, from its next model turn on."""
+        self.check_mode(permission_mode)
+        return self.runtime.configure(
+            session_id, model=model, permission_mode=permission_mode, tool_mode=tool_mode
+        )
+
+    async def list_models(self, base_url: str | None = None, *, refresh: bool = False) -> ModelChoices:
+        """The models to offer for `base_url` (the daemon's model server by default): asked of the
+        server once and kept (`refresh` asks again); the daemon's API key goes to its own server only."""
+        own = self.runtime.defaults.llm
+        url = (base_url or own.base_url).rstrip("/")
+        found = await self.models.models(url, self._keys.get(url), refresh=refresh)
+        if found.ids:
+            return ModelChoices(url, own.model, list(found.ids), "server")
+        message = f"{found.problem}: the configured model {own.model!r} is the only choice"
+        return ModelChoices(url, own.model, [own.model], "configured", message)
+
+    def known_models(self, base_url: str) -> list[str]:
+        """The ids kept for `base_url` without asking (none when it was not asked, or listed none)."""
+        found = self.models.known(base_url)
+        return list(found.ids) if found is not None else []
 
     async def prompt(
         self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None
@@ -312,9 +388,16 @@ class Workspace:
             self._send(event)
         return len(events)
 
+    def trace_parent(self, session_id: str, traceparent: str | None) -> None:
+        """A client's W3C `traceparent` for the session's next turn: its agent span's parent."""
+        if self.tracing is not None and traceparent:
+            self.tracing.parent(session_id, traceparent)
+
     def _on_update(self, event: AgentEvent) -> None:
         """Thought deltas that arrive together (one network read often holds many SSE events) go out as
         one notification at the next turn of the loop; anything else first flushes them, keeping order."""
+        if self.tracing is not None:
+            self.tracing.observe(event)
         if isinstance(event, ThoughtChunk):
             if not self._thought_parts:
                 asyncio.get_running_loop().call_soon(self._flush_thoughts)
@@ -353,15 +436,30 @@ class Workspace:
         await self.mcp.aclose()
         await self.registry.aclose()
         await self.llm.aclose()
+        if self.tracing is not None:
+            self.tracing.close()
         if self.store is not None:
             self.store.release_all(self.runtime.owner)
             self.store.close()
 
 
+def _tracing(options: InitOptions, get: Callable[[str], AgentSession]) -> Tracing | None:
+    """The workspace's tracing when an endpoint is configured (`telemetry` option or the OpenTelemetry
+    environment); None, loading nothing of OpenTelemetry, otherwise."""
+    found = settings(options.telemetry.endpoint, options.telemetry.capture_content, os.environ)
+    if found is None:
+        return None
+    from mini_agent.telemetry.live import Tracing, lookup
+
+    return Tracing(found, lookup(get))
+
+
 def distrust(session: AgentSession, own: LLMConfig) -> None:
     """What of a stored session a workspace not trusted takes up: the model settings `own` (the
-    stored ones only where they name the same server), no decision that allows a call."""
+    stored ones only where they name the same server), no `ask_never`, no decision that allows a call."""
     if session.config.llm.base_url.rstrip("/") != own.base_url.rstrip("/"):
         session.config = session.config.with_overrides(llm=own)
+    if session.config.permission_mode is PermissionMode.ASK_NEVER:
+        session.config = replace(session.config, permission_mode=PermissionMode.ASK_WHEN_NEEDED)
     session.standing_decisions = {n: d for n, d in session.standing_decisions.items() if not d.allows}
     session.pending = [p for p in session.pending if p.decision is None or not p.decision.allows]

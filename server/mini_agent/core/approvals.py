@@ -1,7 +1,8 @@
 """Approvals: the decisions tool calls need before they run.
 
 How each call is decided (`session.Ask`) is the approver's word where it gives one (`CallPolicy`: it
-may know that a call reaches outside the workspace), else its tool's `requires_approval`. A call that
+may know that a call reaches outside the workspace), else its tool's `requires_approval`; the session's
+permission mode then has its say (`with_mode`). A call that
 needs a decision gets a pending entry: decided at once by a standing decision of the session (unless
 it is asked every time), else asked of the approver (the editor's prompt, in a task the runtime owns,
 since the answer may come long after the step that asked has returned) and decided by whoever answers
@@ -20,7 +21,14 @@ from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.errors import UnknownApproval
 from mini_agent.core.flight import Flight
 from mini_agent.core.ports import Approver, SessionStore, ToolExecutor
-from mini_agent.core.session import AgentSession, Ask, Decision, PendingApproval, StoreUnavailable
+from mini_agent.core.session import (
+    AgentSession,
+    Ask,
+    Decision,
+    PendingApproval,
+    PermissionMode,
+    StoreUnavailable,
+)
 
 APPROVAL_POLL_SEC = 0.5  # how often a run waiting on a decision looks for one made by another daemon
 
@@ -72,10 +80,14 @@ class Approvals:
         return all(p.decision is not None for p in session.pending)
 
     def ask_for(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Ask:
-        """How `call` is decided: the approver's word (`CallPolicy`), else the tool's."""
+        """How `call` is decided: the approver's word (`CallPolicy`), else the tool's, as the session's
+        permission mode takes it."""
         if isinstance(self._approver, CallPolicy):
-            return self._approver.ask_for(session, call, spec)
-        return Ask.UNLESS_STANDING if spec.requires_approval else Ask.NEVER
+            ask = self._approver.ask_for(session, call, spec)
+        else:
+            ask = Ask.UNLESS_STANDING if spec.requires_approval else Ask.NEVER
+        standing = session.standing_decisions.get(call.name)
+        return with_mode(ask, session.config.permission_mode, standing)
 
     def decide(self, session: AgentSession, call_id: str, decision: Decision, reason: str | None) -> None:
         """Record a decision on a pending call, and wake the step waiting for it. A call asked every
@@ -140,6 +152,17 @@ class Approvals:
                 self._decided(session.session_id, call.id, answer[0], answer[1])
 
         self._spawn(ask())
+
+
+def with_mode(ask: Ask, mode: PermissionMode, standing: Decision | None) -> Ask:
+    """`ask` under a session's permission mode: `ask_always` asks of every call (a standing decision
+    still answers the calls it covers), `ask_never` of none but a call asked every time (one reaching
+    outside the workspace); there a standing reject still rejects."""
+    if ask is Ask.EVERY_TIME or mode is PermissionMode.ASK_WHEN_NEEDED:
+        return ask
+    if mode is PermissionMode.ASK_ALWAYS:
+        return Ask.UNLESS_STANDING
+    return Ask.UNLESS_STANDING if standing is not None and not standing.allows else Ask.NEVER
 
 
 def pending_for(session: AgentSession, call_id: str) -> PendingApproval | None:

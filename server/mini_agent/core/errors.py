@@ -12,6 +12,7 @@ The whole tree, with each class's `data.reason` (code -32602 unless named):
     ├── UnknownTool                unknown_tool
     ├── UnknownApproval            unknown_approval
     ├── UnknownToolCall            unknown_tool_call
+    ├── WorkspaceUntrusted         workspace_untrusted
     ├── core.strict.InvalidParams  invalid_params   (one line per field in `errors`)
     ├── app.config.ConfigError     bad_workspace_config
     ├── store.sqlite.StoreError    store            -32003 (also `session.StoreUnavailable`)
@@ -109,4 +110,19 @@ class UnknownToolCall(AgentError, LookupError):
             f"session {session_id!r} has no result for tool call {call_id!r}",
             session_id=session_id,
             tool_call_id=call_id,
+        )
+
+
+class WorkspaceUntrusted(AgentError):
+    """Something only a trusted folder may ask for (the permission mode `ask_never`), asked in one that
+    is not trusted."""
+
+    reason = "workspace_untrusted"
+
+    def __init__(self, what: str, root: str) -> None:
+        super().__init__(
+            f"{what} is refused: the folder {root} is not trusted. Trust it first "
+            f"(`mini-agent trust {root}`, your editor's workspace trust, or `mini-agent acp --trust`), "
+            "then ask again",
+            root=root,
         )

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mini_agent.core.contracts import Observation, SessionStatus, StopReason, TokenUsage, ToolCall
+from mini_agent.core.session import ConfigChange, PermissionMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,27 @@ class StatusChanged(Event):
     message: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigChanged(Event):
+    """The user changed the session's model, tool mode or permission mode (the configuration after the
+    change, the session's status then, and `message` saying what changed): it applies from the next
+    model turn, `step`."""
+
+    model: str
+    tool_mode: str
+    permission_mode: PermissionMode
+    status: SessionStatus
+    message: str
+
+    @classmethod
+    def of(cls, session_id: str, change: ConfigChange) -> ConfigChanged:
+        """The one constructor, live and replayed."""
+        return cls(
+            session_id, change.step, change.model, change.tool_mode, change.permission_mode, change.status,
+            change.message,
+        )
+
+
 AgentEvent = (
     UserTurn
     | ThoughtChunk
@@ -87,5 +109,6 @@ AgentEvent = (
     | ToolCallFinished
     | UsageReported
     | StatusChanged
+    | ConfigChanged
 )
 EventSink = Callable[[AgentEvent], None]

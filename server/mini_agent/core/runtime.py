@@ -25,14 +25,23 @@ from mini_agent.core.contracts import (
     Role,
     SessionStatus,
     StopReason,
+    ToolMode,
     ToolSpec,
     plain_replies,
 )
 from mini_agent.core.errors import SessionBusy, UnknownTool
-from mini_agent.core.events import AgentEvent, EventSink, UserTurn
+from mini_agent.core.events import AgentEvent, ConfigChanged, EventSink, UserTurn
 from mini_agent.core.flight import Flight
 from mini_agent.core.ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
-from mini_agent.core.session import AgentConfig, AgentSession, Decision, StepRecord, new_session_id
+from mini_agent.core.session import (
+    AgentConfig,
+    AgentSession,
+    ConfigChange,
+    Decision,
+    PermissionMode,
+    StepRecord,
+    new_session_id,
+)
 from mini_agent.core.stepper import Stepper
 from mini_agent.core.trajectory import replay
 
@@ -99,12 +108,15 @@ class AgentRuntime:
         max_steps: int | None = None,
         session_id: str | None = None,
         standing: Mapping[str, Decision] | None = None,
+        permission_mode: PermissionMode | None = None,
     ) -> AgentSession:
         """Snapshot the tools now: the prompt must not change under a running session. An API key in
         `llm` is the session's own: kept in memory for its server, never stored. `session_id`
         lets a front door hand out the id before the task is known (ACP's session/new); `standing`
         are decisions it starts with (a workspace's approval policy)."""
-        config = self.defaults.with_overrides(llm=llm, max_steps=max_steps, system_prompt=system_prompt)
+        config = self.defaults.with_overrides(
+            llm=llm, max_steps=max_steps, system_prompt=system_prompt, permission_mode=permission_mode
+        )
         config = config.with_overrides(llm=replace(config.llm, api_key=None))
         tools = self._select_tools(tool_names)
         sid = session_id or new_session_id()
@@ -159,6 +171,39 @@ class AgentRuntime:
             self._bind_key(session, llm)
         self._book.checkpoints.now(session)
         self._book.release(session_id)
+        return session
+
+    def configure(
+        self,
+        session_id: str,
+        *,
+        model: str | None = None,
+        permission_mode: PermissionMode | None = None,
+        tool_mode: ToolMode | None = None,
+    ) -> AgentSession:
+        """Change the session's model, permission mode or tool mode; it applies from the next model
+        turn (a running step keeps the request it sent), is stored with the session and goes out as a
+        `ConfigChanged` event that the session's history keeps. Nothing changed: nothing happens."""
+        session = self.get(session_id)
+        before = session.config
+        llm = replace(
+            before.llm, model=model or before.llm.model, tool_mode=tool_mode or before.llm.tool_mode
+        )
+        mode = permission_mode or before.permission_mode
+        said = [
+            *([f"Model: {llm.model}"] if llm.model != before.llm.model else []),
+            *([f"Tool mode: {llm.tool_mode}"] if llm.tool_mode != before.llm.tool_mode else []),
+            *([f"Permission mode: {mode.label}"] if mode is not before.permission_mode else []),
+        ]
+        if not said:
+            return session
+        message = "; ".join(said)
+        change = ConfigChange(len(session.steps), llm.model, llm.tool_mode, mode, session.status, message)
+        session.config = replace(before, llm=llm, permission_mode=mode, changes=(*before.changes, change))
+        session.touch()
+        self._book.checkpoints.now(session)
+        if self._events is not None:
+            self._events(ConfigChanged.of(session_id, change))
         return session
 
     def prompt(self, session_id: str, text: str) -> AgentSession:

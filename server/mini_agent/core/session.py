@@ -71,21 +71,76 @@ class Ask(StrEnum):
     EVERY_TIME = "every_time"
 
 
+class PermissionMode(StrEnum):
+    """How much of a session's tool calls a person is asked about: every call (`ask_always`, read-only
+    ones too), the calls that need approval (`ask_when_needed`), or none (`ask_never`, for a trusted
+    folder only). Standing decisions keep answering in the first two; a standing reject still rejects
+    in the third, and a call that reaches outside the workspace is asked in every mode."""
+
+    ASK_ALWAYS = "ask_always"
+    ASK_WHEN_NEEDED = "ask_when_needed"
+    ASK_NEVER = "ask_never"
+
+    @property
+    def label(self) -> str:
+        """The mode as a picker names it."""
+        return _MODE_TITLES[self]
+
+    @property
+    def description(self) -> str:
+        return _MODE_DESCRIPTIONS[self]
+
+
+_MODE_TITLES = {
+    PermissionMode.ASK_ALWAYS: "Ask before every tool call",
+    PermissionMode.ASK_WHEN_NEEDED: "Ask when a tool needs approval",
+    PermissionMode.ASK_NEVER: "Never ask (I'm watching)",
+}
+_MODE_DESCRIPTIONS = {
+    PermissionMode.ASK_ALWAYS: "Every tool call waits for your answer, read-only ones too.",
+    PermissionMode.ASK_WHEN_NEEDED: "Only the tools marked as needing approval wait for your answer.",
+    PermissionMode.ASK_NEVER: "Tool calls run without asking, except those that reach outside the folder.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    """A change of a session's model, tool mode or permission mode, made before step `step` (the
+    session's configuration after it, and the session's status then): the history shows it."""
+
+    step: int
+    model: str
+    tool_mode: str
+    permission_mode: PermissionMode
+    status: SessionStatus
+    message: str
+
+
 @dataclass(frozen=True, slots=True)
 class AgentConfig:
+    """What a session runs with; `changes` is how the user changed it while it ran (stored with it)."""
+
     llm: LLMConfig = field(default_factory=LLMConfig)
     max_steps: int = MAX_STEPS
     loop_threshold: int = 3
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    permission_mode: PermissionMode = PermissionMode.ASK_WHEN_NEEDED
+    changes: tuple[ConfigChange, ...] = ()
 
     def with_overrides(
-        self, *, llm: LLMConfig | None = None, max_steps: int | None = None, system_prompt: str | None = None
+        self,
+        *,
+        llm: LLMConfig | None = None,
+        max_steps: int | None = None,
+        system_prompt: str | None = None,
+        permission_mode: PermissionMode | None = None,
     ) -> AgentConfig:
         return replace(
             self,
             llm=llm or self.llm,
             max_steps=self.max_steps if max_steps is None else max_steps,
             system_prompt=self.system_prompt if system_prompt is None else system_prompt,
+            permission_mode=permission_mode or self.permission_mode,
         )
 
 
@@ -110,6 +165,12 @@ class StepRecord:
     model_ids: dict[str, str] = field(default_factory=dict)
     context: ContextUse | None = None  # the request's share of the window
     compaction: Compaction | None = None  # set on the step whose request compacted older turns
+    # the model request's times (a trace of the session is built from them): when it was sent (seconds
+    # since the epoch), how long it took, when its first chunk came (None: not streamed), why it ended
+    started_at: float = 0.0
+    model_ms: float = 0.0
+    first_chunk_ms: float | None = None
+    finish_reason: str | None = None
 
 
 @dataclass(slots=True)

@@ -121,8 +121,12 @@ class Stepper:
 
     async def _model_turn(self, session: AgentSession, flight: Flight) -> StepRecord:
         sid, index = session.session_id, len(session.steps)
+        sent_at, sent = time.time(), time.perf_counter()
+        first_chunk: list[float] = []
 
         def on_text(delta: str) -> None:
+            if not first_chunk:
+                first_chunk.append((time.perf_counter() - sent) * 1000.0)
             self._emit(ThoughtChunk(sid, index, delta))
 
         def on_retry(message: str) -> None:
@@ -156,6 +160,10 @@ class Stepper:
             model_ids=model_ids,
             context=request.use,
             compaction=request.compaction,
+            started_at=sent_at,
+            model_ms=(time.perf_counter() - sent) * 1000.0,
+            first_chunk_ms=first_chunk[0] if first_chunk else None,
+            finish_reason=response.finish_reason,
         )
         session.steps.append(record)
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))

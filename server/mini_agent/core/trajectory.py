@@ -1,7 +1,8 @@
 """Replay as a pure function: a stored session as the events a live run of it emitted.
 
 Per step: thought, calls, outcomes, answer, usage; each follow-up's words before the step that
-answered them; then the session's status. That is the live order but for usage, which a live run
+answered them, and each change of the session's configuration before the step it applied from; then
+the session's status. That is the live order but for usage, which a live run
 reports as soon as the model turn ends and a replay at the end of the step (as `agent/loadSession`
 always has). What only mattered while it ran — a call starting, the running / awaiting-approval
 statuses, each step's interim status — is left out.
@@ -14,6 +15,7 @@ from mini_agent.core.contracts import ReplyFormats, Role, TokenUsage, plain_repl
 from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
+    ConfigChanged,
     StatusChanged,
     ThoughtChunk,
     ToolCallFinished,
@@ -54,11 +56,14 @@ def replay(
     turns = user_turns(session)[0 if task else 1 :]
     events: list[AgentEvent] = []
     total = TokenUsage()
+    changes = [ConfigChanged.of(session.session_id, change) for change in session.config.changes]
     for record in session.steps:
         events += [turn for turn in turns if turn.step == record.index]
+        events += [change for change in changes if change.step == record.index]
         total = total + record.usage + spent_on_context(record)
         events += step_events(session.session_id, record, total, formats)
     events += [turn for turn in turns if turn.step >= len(session.steps)]
+    events += [change for change in changes if change.step >= len(session.steps)]
     events.append(StatusChanged(session.session_id, len(session.steps), session.status, session.stop_reason))
     return events
 

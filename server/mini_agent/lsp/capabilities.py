@@ -7,15 +7,19 @@ position encodings it offers and whether it would send willSave notifications. `
 `initialize` with `initialize_result` before pygls loads; `pygls_compat` checks each such answer against
 the one pygls then computes and logs an error where they differ (`differences`).
 
-Standard library only (and `core.contracts`): boot imports this module before anything else loads, and
-it imports neither `boot` nor `server`, which both import it.
+Standard library only (and `core.contracts`, `app.trust`): boot imports this module before anything
+else loads, and it imports neither `boot` nor `server`, which both import it.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from mini_agent import __version__
+from mini_agent.app import trust
 from mini_agent.core.contracts import TOOL_MODES
 
 PROTOCOL_VERSION = 1
@@ -36,15 +40,20 @@ METHODS = (
     "agent/loadSession",
     "agent/deleteSession",
     "agent/trustWorkspace",
+    "agent/untrustWorkspace",
+    "agent/listModels",
+    "agent/configureSession",
 )
 SERVER_NAME = "mini-agent"
 
 _ENCODINGS = ("utf-8", "utf-16", "utf-32")  # what pygls supports; it takes the client's first of them
 
 
-def agent_capabilities() -> dict[str, Any]:
-    """`capabilities.experimental.agent` of the initialize answer (a fresh copy each time)."""
+def agent_capabilities(trusted: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`capabilities.experimental.agent` of the initialize answer (a fresh copy each time), with the
+    workspace's `trust` (`trust_capability`) when given."""
     return {
+        **({"trust": trusted} if trusted is not None else {}),
         "protocolVersion": PROTOCOL_VERSION,
         "methods": list(METHODS),
         "notifications": ["agent/update", "agent/toolsChanged"],
@@ -75,9 +84,42 @@ def initialize_result(params: Any) -> dict[str, Any] | None:
         "executeCommandProvider": {"commands": []},
         "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True},
                       "fileOperations": {}},
-        "experimental": {"agent": agent_capabilities()},
+        "experimental": {"agent": agent_capabilities(trust_capability(params))},
     }
     return {"capabilities": capabilities, "serverInfo": {"name": SERVER_NAME, "version": __version__}}
+
+
+def trust_capability(params: dict[str, Any]) -> dict[str, Any]:
+    """`{trusted, remembered, needed, wouldRun}` for the workspace `params` name: `trusted` is the
+    client's `workspaceTrusted` where it sends one (the editor's own workspace trust decides), else
+    whether the user remembered this folder with what its workspace file names now (`app.trust`)."""
+    options = params.get("initializationOptions") or {}
+    try:
+        root = _root(params)
+        runs = trust.read_runs(root)
+        status = trust.status(root, runs) if runs is not None else None
+    except (OSError, RuntimeError):  # a folder that cannot be resolved: the daemon reports it
+        status = None
+    remembered = status is not None and status.remembered
+    sent = options.get("workspaceTrusted") if isinstance(options, dict) else None
+    return {
+        "trusted": bool(sent) if sent is not None else remembered,
+        "remembered": remembered,
+        "needed": status is not None and status.needed,
+        "wouldRun": status.would_run if status is not None else [],
+    }
+
+
+def _root(params: dict[str, Any]) -> Path:
+    """The workspace folder as the server takes it: rootUri, rootPath, the first folder, the cwd."""
+    folders = params.get("workspaceFolders") or [{}]
+    first = folders[0] if isinstance(folders, list) and isinstance(folders[0], dict) else {}
+    for uri in (params.get("rootUri"), params.get("rootPath"), first.get("uri")):
+        if not isinstance(uri, str) or not uri:
+            continue
+        parsed = urlparse(uri)
+        return Path(unquote(parsed.path) if parsed.scheme == "file" else uri).resolve()
+    return Path(os.getcwd()).resolve()
 
 
 def differences(ours: Any, theirs: Any, path: str = "$") -> list[str]:

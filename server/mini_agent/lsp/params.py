@@ -11,8 +11,9 @@ from pydantic import Field, field_validator
 
 from mini_agent.app.options import LLMParams, ToolRegistration
 from mini_agent.core import contracts
-from mini_agent.core.session import Decision
+from mini_agent.core.session import Decision, PermissionMode
 from mini_agent.core.strict import Params
+from mini_agent.llm.models import MAX_MODEL_ID_CHARS
 from mini_agent.tools.mcp.config import McpServer
 
 
@@ -54,10 +55,22 @@ class StartSessionParams(Params):
     llm: LLMParams | None = None
     max_steps: int | None = Field(default=None, ge=1, le=1000)
     mcp_servers: list[McpServer] = Field(default_factory=list)
+    permission_mode: PermissionMode | None = Field(default=None, strict=False)  # strict wants the enum
+
+
+class TraceMeta(Params):
+    """A request's `_meta`: the client's W3C trace context, the parent of the turn's agent span."""
+
+    traceparent: str | None = None
 
 
 class SessionParams(Params):
     session_id: str = Field(min_length=1)
+    meta: TraceMeta | None = Field(default=None, alias="_meta")
+
+    @property
+    def traceparent(self) -> str | None:
+        return self.meta.traceparent if self.meta is not None else None
 
 
 class PromptParams(SessionParams):
@@ -91,3 +104,23 @@ class ListSessionsParams(Params):
     status: Literal["ready", "running", "awaiting_approval", "finished"] | None = None
     limit: int = Field(default=50, ge=1, le=1000)
     offset: int = Field(default=0, ge=0)
+
+
+MAX_BASE_URL_CHARS = 2048
+
+
+class ListModelsParams(Params):
+    base_url: str | None = Field(default=None, min_length=1, max_length=MAX_BASE_URL_CHARS)
+    refresh: bool = False
+
+
+class ConfigureSessionParams(SessionParams):
+    model: str | None = Field(default=None, min_length=1, max_length=MAX_MODEL_ID_CHARS)
+    permission_mode: PermissionMode | None = Field(default=None, strict=False)
+    tool_mode: contracts.ToolMode | None = None
+
+
+class TrustParams(Params):
+    """agent/trustWorkspace: `remember` also records the folder in the user's trust store."""
+
+    remember: bool = False

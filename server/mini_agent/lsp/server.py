@@ -28,7 +28,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_c
 from pygls.uris import to_fs_path
 
 from mini_agent import __version__
-from mini_agent.lsp import pygls_compat
+from mini_agent.lsp import pygls_compat, session_config, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
 from mini_agent.lsp.progress import cancellable, progress, server_token
 from mini_agent.plumbing import jsoncodec
@@ -230,6 +230,8 @@ def on_initialized(ls: AgentServer, params: types.InitializedParams) -> None:
     settle_heap()  # the daemon's modules and its setup
     if daemon.store_error:
         _show_error(ls, daemon.store_error)
+    if held := daemon.held_back_note():  # an untrusted folder never loses its tools silently
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"mini-agent: {held}"))
     ls.restoring = asyncio.ensure_future(_restore(ls, daemon))
 
 
@@ -305,15 +307,6 @@ async def list_tools(daemon: Workspace, p: object) -> dict[str, Any]:
     return {"tools": wire.tool_list(daemon.tool_list())}
 
 
-@method("agent/trustWorkspace", "Params")
-async def trust_workspace(daemon: Workspace, p: object) -> dict[str, Any]:
-    for problem in await daemon.trust():
-        _show_error(server, f"could not restore a tool registration: {problem}")
-    from mini_agent.lsp import wire
-
-    return {"tools": wire.tool_list(daemon.tool_list())}
-
-
 @method("agent/startSession", "StartSessionParams")
 async def start_session(daemon: Workspace, p: StartSessionParams) -> dict[str, Any]:
     session = await daemon.start_session(
@@ -323,6 +316,7 @@ async def start_session(daemon: Workspace, p: StartSessionParams) -> dict[str, A
         llm=p.llm,
         max_steps=p.max_steps,
         mcp_servers=p.mcp_servers,
+        permission_mode=p.permission_mode,
     )
     return {"sessionId": session.session_id, "status": session.status.value}
 
@@ -330,6 +324,7 @@ async def start_session(daemon: Workspace, p: StartSessionParams) -> dict[str, A
 @method("agent/prompt", "PromptParams")
 async def prompt(daemon: Workspace, p: PromptParams) -> dict[str, Any]:
     """A follow-up user turn; agent/step or agent/run then go on from it."""
+    daemon.trace_parent(p.session_id, p.traceparent)
     session = await daemon.prompt(p.session_id, p.text)
     return {"sessionId": session.session_id, "status": session.status.value}
 
@@ -337,6 +332,7 @@ async def prompt(daemon: Workspace, p: PromptParams) -> dict[str, Any]:
 @method("agent/step", "StepParams")
 async def step(daemon: Workspace, p: StepParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
+    daemon.trace_parent(p.session_id, p.traceparent)
 
     runtime = daemon.runtime
     session = runtime.get(p.session_id)
@@ -351,6 +347,7 @@ async def step(daemon: Workspace, p: StepParams) -> dict[str, Any]:
 @method("agent/run", "RunParams")
 async def run(daemon: Workspace, p: RunParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
+    daemon.trace_parent(p.session_id, p.traceparent)
 
     runtime = daemon.runtime
     title = f"mini-agent: {runtime.get(p.session_id).task[:60]}"
@@ -428,6 +425,13 @@ async def load_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
 @method("agent/deleteSession", "SessionParams")
 async def delete_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
     return {"sessionId": p.session_id, "deleted": daemon.delete_session(p.session_id)}
+
+
+method("agent/listModels", "ListModelsParams")(session_config.list_models)
+method("agent/configureSession", "ConfigureSessionParams")(session_config.configure_session)
+trust_workspace, untrust_workspace = trusting.handlers(server)
+method("agent/trustWorkspace", "TrustParams")(trust_workspace)
+method("agent/untrustWorkspace", "Params")(untrust_workspace)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)

@@ -5,13 +5,14 @@ Pure mapping; no JSON-RPC framing here. Another front door (ACP) maps the same e
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from mini_agent.app.port import HeldRegistration, ToolList
 from mini_agent.core.contracts import Observation, TokenUsage, ToolCall, ToolSpec
 from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
+    ConfigChanged,
     StatusChanged,
     ThoughtChunk,
     ToolCallFinished,
@@ -22,6 +23,9 @@ from mini_agent.core.events import (
 )
 from mini_agent.core.session import AgentSession, Decision, PendingApproval, StepRecord
 from mini_agent.store.sqlite import SessionRow
+
+if TYPE_CHECKING:
+    from mini_agent.app.workspace import ModelChoices
 
 
 def update_body(event: AgentEvent) -> dict[str, Any]:
@@ -61,6 +65,10 @@ def update_body(event: AgentEvent) -> dict[str, Any]:
             if message:
                 body["message"] = message
             return body
+        case ConfigChanged(status=status, message=message):
+            config = {"model": event.model, "permissionMode": event.permission_mode.value,
+                      "toolMode": event.tool_mode}
+            return {"kind": "status", "status": status.value, "message": message, "config": config}
         case _:
             assert_never(event)
 
@@ -187,7 +195,38 @@ def session_full(session: AgentSession) -> dict[str, Any]:
         "steps": [step_result(session, record) for record in session.steps],
         "tools": [spec.name for spec in session.tools],
         "pendingApprovals": [pending_approval(p) for p in session.pending if p.decision is None],
+        "llm": session_llm(session),
+        "permissionMode": session.config.permission_mode.value,
     }
+
+
+def session_config(session: AgentSession) -> dict[str, Any]:
+    """`agent/configureSession`'s answer: the session's configuration."""
+    config = session.config
+    return {
+        "sessionId": session.session_id,
+        "model": config.llm.model,
+        "permissionMode": config.permission_mode.value,
+        "toolMode": config.llm.tool_mode,
+    }
+
+
+def session_llm(session: AgentSession) -> dict[str, Any]:
+    """The model settings a session runs with (never a key)."""
+    llm = session.config.llm
+    return {"baseUrl": llm.base_url, "model": llm.model, "toolMode": llm.tool_mode}
+
+
+def model_choices(choices: ModelChoices) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "models": [{"id": model} for model in choices.models],
+        "current": choices.current,
+        "baseUrl": choices.base_url,
+        "source": choices.source,
+    }
+    if choices.message is not None:
+        out["message"] = choices.message
+    return out
 
 
 def session_row(row: SessionRow) -> dict[str, Any]:

@@ -126,6 +126,9 @@ class ToolRegistry:
         self._files: dict[_Key, _FileRegistration] = {}
         self._lock = asyncio.Lock()
         self._sources: builtins.list[ExternalTools] = []
+        # Said with every unknown-tool observation while the workspace holds configured tools back
+        # (an untrusted folder): which, why, and how to trust it. "" when nothing is held back.
+        self.held_back = ""
 
     async def register_file(
         self,
@@ -261,7 +264,8 @@ class ToolRegistry:
         entry = self._tools.get(call.name)
         source = None if entry is not None else self._source_of(call.name)
         if entry is None and source is None:
-            return CallResult(f"unknown tool '{call.name}'. Available tools: {self._names()}", True)
+            unknown = f"unknown tool '{call.name}'. Available tools: {self._names()}"
+            return CallResult(f"{unknown}. {self.held_back}" if self.held_back else unknown, True)
         if call.parse_error is not None:
             return CallResult(
                 f"could not parse the arguments of {call.name} as JSON: {call.parse_error}\n"

@@ -50,7 +50,8 @@ async def test_a_shipped_session_runs_on_the_users_server_and_its_standing_allow
     assert len(attacker.exchanges) == planted  # nothing more reached the author's server
     users = [m["content"] for m in own.requests[0]["messages"] if m["role"] == "user"]
     assert users[-1] == "my own words" and answer.stop_reason == "end_turn"
-    (asked,) = victim.permission_requests
+    trust_prompt, asked = victim.permission_requests  # the folder's file names a model server: asked first
+    assert trust_prompt["toolCall"]["title"] == "Trust this folder?"
     assert asked["toolCall"]["kind"] == "edit" and notes not in victim.buffers
 
 

@@ -25,6 +25,10 @@ local daemons = {}
 --- How long quitting Neovim waits for the daemons to answer shutdown and exit.
 M.QUIT_WAIT_MS = 1000
 
+--- How long completing :MiniAgentModel waits for the daemon's model list (the daemon gives the
+--- model server 2 s); past it, the completion offers the current model alone.
+M.COMPLETE_WAIT_MS = 3000
+
 local function flush(daemon, err)
   local queue = daemon.queue
   daemon.queue = {}
@@ -82,6 +86,36 @@ local function on_exit(daemon, code, signal)
   end
 end
 
+--- Ask whether to trust the daemon's folder when its initialize answer says something waits for
+--- trust (mini_agent.trust), then `done()`; otherwise `done()` at once.
+---@param daemon mini_agent.Daemon
+---@param done fun()
+local function settle_trust(daemon, done)
+  local trust = require('mini_agent.trust')
+  if not trust.needed(daemon.agent, daemon.root) then
+    done()
+    return
+  end
+  local request = function(method, params, callback)
+    M.request(daemon, method, params, callback)
+  end
+  trust.ask(daemon, request, function(choice, err)
+    if err then
+      vim.notify('mini-agent: could not trust the folder: ' .. err.message, vim.log.levels.ERROR)
+    elseif not choice then
+      local left_out = table.concat(vim.tbl_get(daemon.agent, 'trust', 'wouldRun') or {}, '; ')
+      log.write('folder not trusted; left out: ' .. left_out)
+      vim.notify(('mini-agent: %s is not trusted, so these wait: %s. :MiniAgentTrust trusts it later.'):format(
+        daemon.root,
+        left_out
+      ), vim.log.levels.WARN)
+    else
+      log.write(('folder trusted (%s)'):format(choice.label))
+    end
+    done()
+  end)
+end
+
 local function start(lsp_config)
   return vim.lsp.start(lsp_config, {
     attach = false,
@@ -117,10 +151,15 @@ local function spawn(root)
     init_options = config.init_options(root),
     handlers = handlers(),
     on_init = function(client, result)
-      daemon.ready = true
       daemon.agent = vim.tbl_get(result or {}, 'capabilities', 'experimental', 'agent')
       log.write(('daemon ready: %s %s'):format(client.name, vim.tbl_get(result or {}, 'serverInfo', 'version') or ''))
-      flush(daemon)
+      -- the work waiting for this daemon waits for the trust answer too: it may need the folder's tools
+      vim.schedule(function()
+        settle_trust(daemon, function()
+          daemon.ready = not daemon.exited
+          flush(daemon)
+        end)
+      end)
     end,
     on_exit = function(code, signal)
       vim.schedule(function()

@@ -19,6 +19,7 @@ local M = {}
 ---@field root_markers string[]
 ---@field llm table? model options (`baseUrl`, `model`, `apiKey`, `toolMode`, …); apiKey falls back to $OPENAI_API_KEY
 ---@field maxSteps integer?
+---@field permissionMode 'ask_always'|'ask_when_needed'|'ask_never'|nil new sessions' mode; nil: the daemon's (ask_when_needed)
 ---@field systemPrompt string?
 ---@field tools table? tool host options (`timeoutSec`, `maxOutputBytes`)
 ---@field store table? session store options (`path`, `enabled`)
@@ -36,6 +37,7 @@ M.defaults = {
   root_markers = { '.mini-agent', '.git', 'pyproject.toml' },
   llm = {},
   maxSteps = nil,
+  permissionMode = nil,
   systemPrompt = nil,
   tools = nil,
   store = nil,
@@ -53,6 +55,8 @@ M.defaults = {
 }
 
 local TOOL_MODES = { react = true, native = true, json = true, auto = true }
+--- The permission modes of the protocol (agent/configureSession); see mini_agent.pick for their names.
+M.PERMISSION_MODES = { ask_always = true, ask_when_needed = true, ask_never = true }
 local POSITIONS = { right = true, left = true, above = true, below = true }
 
 ---@type mini_agent.Options?
@@ -91,6 +95,9 @@ local function validate(opts)
   check('maxSteps', opts.maxSteps, function(v)
     return v == nil or positive_integer(v)
   end, false, 'a positive integer')
+  check('permissionMode', opts.permissionMode, function(v)
+    return v == nil or M.PERMISSION_MODES[v] ~= nil
+  end, false, '"ask_always", "ask_when_needed" or "ask_never"')
   check('systemPrompt', opts.systemPrompt, 'string', true)
   check('tools', opts.tools, 'table', true)
   check('store', opts.store, 'table', true)
@@ -199,7 +206,29 @@ function M.trust(root)
   trusted[root] = true
 end
 
---- Whether the daemon for `root` may import the workspace's files when it starts.
+--- Whether Neovim's own trust database (|:trust|, |vim.secure|) allows the folder `root` itself.
+--- vim.secure offers no query that never prompts, so its file is read as vim.secure reads it.
+---@param root string
+---@return boolean
+function M.secure_trusted(root)
+  local real = vim.uv.fs_realpath(root)
+  local file = io.open(vim.fn.stdpath('state') .. '/trust', 'r')
+  if not real or not file then
+    return false
+  end
+  local contents = file:read('*a') or ''
+  file:close()
+  for line in vim.gsplit(contents, '\n') do
+    local hash, path = line:match('^(%S+) (.+)$')
+    if path == real then
+      return hash == 'directory'
+    end
+  end
+  return false
+end
+
+--- Whether the daemon for `root` may import the workspace's files when it starts: the
+--- `trust_workspace` option, a trust given in this Neovim, or the folder allowed with |:trust|.
 ---@param root string
 ---@return boolean
 function M.trusted(root)
@@ -207,7 +236,7 @@ function M.trusted(root)
   if type(option) == 'function' then
     option = option(root)
   end
-  return option == true or trusted[root] == true
+  return option == true or trusted[root] == true or M.secure_trusted(root)
 end
 
 --- initializationOptions for the daemon of `root`: the wire options that are set.

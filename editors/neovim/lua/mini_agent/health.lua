@@ -1,5 +1,6 @@
 --- :checkhealth mini_agent — Neovim version, options, the daemon command (started for real and
---- asked `initialize`), its Python, and where the model server and the log are.
+--- asked `initialize`), its Python, where the model server and the log are, and the current model
+--- and permission mode.
 local config = require('mini_agent.config')
 
 local M = {}
@@ -166,6 +167,14 @@ function M.check()
       vim.tbl_get(result, 'serverInfo', 'version') or '?',
       tostring(agent.protocolVersion or '?')
     ))
+    local trust = agent.trust
+    if type(trust) == 'table' and trust.remembered then
+      health.ok('the daemon trusts this folder: "Always trust" is remembered in its trust store')
+    elseif type(trust) == 'table' and trust.needed and not trust.trusted then
+      health.warn('the folder is not trusted; trusting it would run: ' .. table.concat(trust.wouldRun or {}, '; '), {
+        'answer the trust prompt when the daemon starts, or :MiniAgentTrust, or `mini-agent trust ' .. root .. '`',
+      })
+    end
   else
     health.error('the daemon did not start: ' .. failure, { 'see :MiniAgentLog and try the command in a shell' })
   end
@@ -180,6 +189,13 @@ function M.check()
     llm.model or '(daemon default)',
     llm.toolMode or '(daemon default)',
     llm.apiKey and 'set' or 'not set'
+  ))
+  local picks = require('mini_agent.pick')
+  local mode = picks.mode_choice(picks.mode(root)) or picks.mode_choice(picks.DEFAULT_MODE)
+  health.info(('current model: %s; permission mode: %s (%s) — :MiniAgentModel and :MiniAgentMode change them'):format(
+    picks.model(root) or '(daemon default)',
+    mode.mode,
+    mode.label
   ))
   health.info('log: ' .. config.log_file())
 end

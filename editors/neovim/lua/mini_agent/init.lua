@@ -4,6 +4,7 @@
 --- notifications, `User` autocmds and, where given, an `on_done(err, result)` callback.
 local client = require('mini_agent.client')
 local config = require('mini_agent.config')
+local picks = require('mini_agent.pick')
 local sessions = require('mini_agent.sessions')
 local trace = require('mini_agent.trace')
 
@@ -82,6 +83,7 @@ local conversations = {}
 local function start(daemon, root, task, opts, done)
   local params = pick(opts, SESSION_KEYS)
   params.task, params.llm = task, config.compact(opts.llm or {})
+  picks.session_params(root, params)
   client.request(daemon, 'agent/startSession', params, function(err, result)
     if err then
       notify('could not start a session: ' .. err.message, vim.log.levels.ERROR)
@@ -227,6 +229,146 @@ function M.trust(opts)
       done(nil, result)
     end)
   end)
+end
+
+--- Apply a change to the workspace's conversation (agent/configureSession), when this daemon holds
+--- one; `callback(err)` gets the daemon's refusal (ask_never in an untrusted folder), if any.
+---@param daemon mini_agent.Daemon
+---@param root string
+---@param change {model: string?, permissionMode: string?}
+---@param callback fun(err: table?)
+local function configure(daemon, root, change, callback)
+  local sid = conversations[root]
+  if not sid or not sessions.sessions[sid] then
+    callback(nil)
+    return
+  end
+  local params = vim.tbl_extend('force', { sessionId = sid }, change)
+  client.request(daemon, 'agent/configureSession', params, function(err)
+    -- a session gone with an earlier daemon: the pick is for the new sessions
+    callback(not (err and vim.tbl_get(err, 'data', 'reason') == 'unknown_session') and err or nil)
+  end)
+end
+
+---@param daemon mini_agent.Daemon
+---@param root string
+---@param change {model: string?, permissionMode: string?}
+---@param what string how the change reads in the notification
+---@param done mini_agent.Done
+local function keep(daemon, root, change, what, done)
+  configure(daemon, root, change, function(err)
+    if err then
+      notify(err.message, vim.log.levels.ERROR)
+      done(err)
+      return
+    end
+    local state = picks.state(root)
+    state.model = change.model or state.model
+    state.mode = change.permissionMode or state.mode
+    notify(what .. ' (this conversation and the next ones)')
+    done(nil, change)
+  end)
+end
+
+--- The model of the workspace's conversation and of its new sessions: `name`, or one picked with
+--- vim.ui.select from what the model server lists (`agent/listModels`; `opts.refresh`: ask it again).
+---@param name string?
+---@param opts {root: string?, refresh: boolean?, on_done: mini_agent.Done?}?
+function M.model(name, opts)
+  opts = opts or {}
+  local root = opts.root or config.root()
+  local done = opts.on_done or ignore
+  with_daemon(root, done, function(daemon)
+    if name and name ~= '' then
+      keep(daemon, root, { model = name }, 'model: ' .. name, done)
+      return
+    end
+    local params = opts.refresh and { refresh = true } or vim.empty_dict()
+    client.request(daemon, 'agent/listModels', params, function(err, listing)
+      if err then
+        notify('could not list the models: ' .. err.message, vim.log.levels.ERROR)
+        done(err)
+        return
+      end
+      local state = picks.state(root)
+      state.listing = listing
+      local current = state.model or listing.current
+      local ids, why = picks.model_choices(listing, current)
+      local select_opts = {
+        prompt = why and ('mini-agent model — %s'):format(why)
+          or ('mini-agent model (%s lists these)'):format(listing.baseUrl),
+        kind = 'mini_agent.model',
+        format_item = function(id)
+          return id == current and (id .. '  (current)') or id
+        end,
+      }
+      vim.ui.select(ids, select_opts, function(choice)
+        if choice then
+          keep(daemon, root, { model = choice }, 'model: ' .. choice, done)
+        else
+          done(nil, nil)
+        end
+      end)
+    end)
+  end)
+end
+
+--- The permission mode of the workspace's conversation and of its new sessions: `mode`, or one
+--- picked with vim.ui.select.
+---@param mode string?
+---@param opts {root: string?, on_done: mini_agent.Done?}?
+function M.mode(mode, opts)
+  opts = opts or {}
+  local root = opts.root or config.root()
+  local done = opts.on_done or ignore
+  local function set(choice)
+    with_daemon(root, done, function(daemon)
+      keep(daemon, root, { permissionMode = choice.mode }, 'permission mode: ' .. choice.label, done)
+    end)
+  end
+  if mode and mode ~= '' then
+    local choice = picks.mode_choice(mode)
+    if not choice then
+      notify(('unknown permission mode %q: ask_always, ask_when_needed or ask_never'):format(mode), vim.log.levels.ERROR)
+      done({ message = 'unknown permission mode ' .. mode })
+      return
+    end
+    set(choice)
+    return
+  end
+  local current = picks.mode(root)
+  vim.ui.select(picks.MODES, {
+    prompt = 'mini-agent permission mode',
+    kind = 'mini_agent.mode',
+    format_item = function(choice)
+      return ('%s — %s%s'):format(choice.label, choice.description, choice.mode == current and '  (current)' or '')
+    end,
+  }, function(choice)
+    if choice then
+      set(choice)
+    else
+      done(nil, nil)
+    end
+  end)
+end
+
+--- Completion of :MiniAgentModel: the models the server listed last (asked now, bounded, when the
+--- daemon runs and none were listed yet).
+---@param lead string
+---@return string[]
+function M.complete_models(lead)
+  local root = config.root()
+  local state = picks.state(root)
+  local daemon = client.get(root)
+  local lsp_client = daemon and daemon.ready and vim.lsp.get_client_by_id(daemon.id)
+  if not state.listing and lsp_client then
+    local reply = lsp_client:request_sync('agent/listModels', vim.empty_dict(), client.COMPLETE_WAIT_MS)
+    state.listing = reply and reply.result or nil
+  end
+  local ids = state.listing and picks.model_choices(state.listing, state.model) or { picks.model(root) }
+  return vim.tbl_filter(function(id)
+    return vim.startswith(id, lead)
+  end, ids)
 end
 
 ---@param sid string a session id or the start of one

@@ -10,8 +10,9 @@
  * a run (count lines), its follow-up (Ask again: the same session, which the answer shows by quoting the
  * first turn's tool result), and, each in a New Conversation, a run that tries to delete a file (the
  * user rejects it with Enter, having seen its arguments beside the picker) and one where the user points miniAgent.baseUrl at a dead server, meets
- * the error, fixes the URL and presses Retry; last the user points miniAgent.command at a missing
- * file. Between them the daemon's INFO log line must show in the output channel as [info]. Each part prints PASS, or FAIL with what the page showed (and the next part still runs); any
+ * the error, fixes the URL and presses Retry; then the user picks the model in the status bar (the
+ * next request names it, as the daemon's log shows) and "Ask before every tool call" (a read-only
+ * tool then asks); last the user points miniAgent.command at a missing file. Between them the daemon's INFO log line must show in the output channel as [info]. Each part prints PASS, or FAIL with what the page showed (and the next part still runs); any
  * FAIL exits non-zero.
  */
 
@@ -360,6 +361,61 @@ async function main(): Promise<void> {
       });
       assert.equal(resumed.answer, "back again");
       console.log(`PASS model error: "${failedToast[0].text}" [${failedToast[0].buttons.join(", ")}]; trace "${failed.state}"; Retry → "${resumed.answer}"`);
+    });
+
+    await phase("model picker", async () => {
+      // The model server lists "replay-large"; the setting says "replay". The status bar shows the model.
+      const item = await until("the model status item", async () => {
+        const found = page.locator(".part.statusbar .statusbar-item", { hasText: /^\s*replay\s*$/ }).first();
+        return (await found.count()) > 0 ? found : undefined;
+      });
+      await item.click();
+      await quickInput(page).locator(".quick-input-title", { hasText: "Mini Agent: Model" }).waitFor({ timeout: WAIT_MS });
+      const rows = await until("the model choices", async () => {
+        const labels = await quickInput(page).locator(".monaco-list-row .label-name").allTextContents();
+        return labels.length >= 3 ? labels.map((l) => l.trim()) : undefined;
+      });
+      assert.deepEqual(rows, ["replay", "replay-large", "Refresh list"], "the current model, the server's, then Refresh list");
+      const placeholder = (await quickInput(page).locator("input.input").getAttribute("placeholder")) ?? "";
+      assert.match(placeholder, /^The models http:\/\/127\.0\.0\.1:\d+\/v1 lists/);
+      await quickInput(page).locator(".monaco-list-row", { hasText: "replay-large" }).first().click();
+      await page.locator(".part.statusbar .statusbar-item", { hasText: "replay-large" }).first().waitFor({ timeout: WAIT_MS });
+      assert.equal(await ask(page, "Which model answers?", "Mini Agent: New Conversation"), "Mini Agent: Ask");
+      const answered = await until("the answer", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "done" && dom.answer === "the picked model answered" ? dom : undefined;
+      });
+      await checkNewSession(answered);
+      // The daemon logs where each model request goes, with the model it names.
+      const said = await until("a model request naming replay-large", async () => {
+        const lines = channelLines().filter((line) => /model requests go to \S+ \(model replay-large,/.test(line));
+        return lines.length > 0 ? lines : undefined;
+      });
+      console.log(`PASS model picker: ${JSON.stringify(rows)} under "${placeholder}"; ${JSON.stringify(said[0].trim())}`);
+    });
+
+    await phase("permission mode", async () => {
+      await page.locator(".part.statusbar .statusbar-item", { hasText: "Ask when needed" }).first().click();
+      await quickInput(page).locator(".quick-input-title", { hasText: "Mini Agent: Permission mode" }).waitFor({ timeout: WAIT_MS });
+      const rows = await quickInput(page).locator(".monaco-list-row .label-name").allTextContents();
+      assert.deepEqual(rows, ["Ask before every tool call", "Ask when a tool needs approval", "Never ask (I'm watching)"]);
+      await quickInput(page).locator(".monaco-list-row", { hasText: "Ask before every tool call" }).first().click();
+      await page.locator(".part.statusbar .statusbar-item", { hasText: "Ask always" }).first().waitFor({ timeout: WAIT_MS });
+      // count_file_lines needs no approval of its own: in this mode it asks all the same.
+      assert.equal(await ask(page, "Count schema.py again", "Mini Agent: New Conversation"), "Mini Agent: Ask");
+      const review = page.locator(".notification-toast", { hasText: "Mini Agent wants to run count_file_lines" });
+      await review.waitFor({ timeout: WAIT_MS });
+      await review.locator(".monaco-button", { hasText: "Review…" }).click();
+      await quickInput(page).locator(".quick-input-title", { hasText: "Allow Mini Agent to run “count_file_lines”?" }).waitFor({ timeout: WAIT_MS });
+      await quickInput(page).locator(".monaco-list-row", { hasText: "Allow once" }).first().click();
+      const counted = await until("the allowed call's answer", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "done" ? dom : undefined;
+      });
+      assert.equal(counted.answer, `schema.py has ${expected} non-empty lines.`);
+      assert.deepEqual(counted.badges, ["completed"]);
+      await checkNewSession(counted);
+      console.log(`PASS permission mode: ${rows.join(", ")}; Ask before every tool call → count_file_lines asked, allowed → "${counted.answer}"`);
     });
 
     await phase("wrong path", async () => {

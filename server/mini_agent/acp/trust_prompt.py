@@ -1,0 +1,121 @@
+"""The ACP door asks whether to trust a folder, once, at the first prompt that needs it.
+
+ACP carries no workspace trust, so a folder whose workspace file names tools, MCP servers, a model
+server or standing approvals (`app.trust.Runs`) and that the user has not trusted before
+(`mini-agent trust`, or "Always trust" in an earlier agent) is asked about through
+`session/request_permission`, before anything of the folder is imported or started: "Trust for this
+session" trusts it for this agent process, "Always trust this folder" also records it in the trust
+store, "Don't trust" runs the session without them. An answer holds for every session of that folder
+in this agent process; a prompt the client cancels (or cannot answer) asks again at the next one.
+Each session of a folder left untrusted first says, as an agent message, what was left out and how
+to trust it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from acp import helpers
+from acp.connection import Connection
+from acp.schema import (
+    ContentToolCallContent,
+    PermissionOption,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    TextContentBlock,
+    ToolCallUpdate,
+)
+
+from mini_agent.acp import editor_fs
+from mini_agent.app import config as workspace_config
+from mini_agent.app import trust
+from mini_agent.core.errors import AgentError
+
+if TYPE_CHECKING:
+    from mini_agent.acp.client import AcpClient
+    from mini_agent.app.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+TITLE = "Trust this folder?"
+ONCE, ALWAYS, REJECT = "allow_once", "allow_always", "reject_once"
+OPTIONS = [
+    PermissionOption(option_id=ONCE, name="Trust for this session", kind="allow_once"),
+    PermissionOption(option_id=ALWAYS, name="Always trust this folder", kind="allow_always"),
+    PermissionOption(option_id=REJECT, name="Don't trust", kind="reject_once"),
+]
+
+
+class TrustPrompt:
+    """The trust answers of one agent process, by folder, and the sessions already told."""
+
+    def __init__(self, conn: Callable[[], Connection], env: Mapping[str, str]) -> None:
+        self._conn = conn
+        self._env = env
+        self._answered: dict[Path, str] = {}  # the folder's answer: ONCE, ALWAYS or REJECT
+        self._locks: dict[Path, asyncio.Lock] = {}
+        self._told: set[str] = set()  # sessions told what their untrusted folder left out
+
+    async def ensure(self, session_id: str, workspace: Workspace, client: AcpClient) -> None:
+        """Before a prompt of `session_id` runs: ask (once per folder) where the folder waits for
+        trust, and trust it on an allow; left untrusted, the session is told once what is left out."""
+        if workspace.trusted or not workspace.held_back():
+            return
+        lock = self._locks.setdefault(workspace.root, asyncio.Lock())
+        async with lock:  # two sessions' first prompts: one question
+            if not workspace.trusted and workspace.root not in self._answered:
+                await self._ask(session_id, workspace, client)
+        if workspace.trusted or session_id in self._told:
+            return
+        self._told.add(session_id)
+        client.post(session_id, helpers.update_agent_message_text(f"Note: {workspace.held_back_note()}"))
+
+    async def _ask(self, session_id: str, workspace: Workspace, client: AcpClient) -> None:
+        words = workspace.held_back()
+        listed = "\n".join(f"- {word}" for word in words)
+        body = TextContentBlock(type="text", text=f"{workspace.config.source} asks to run:\n{listed}")
+        call = ToolCallUpdate(
+            tool_call_id=f"trust-{uuid.uuid4().hex[:12]}",
+            title=TITLE,
+            kind="other",
+            status="pending",
+            content=[ContentToolCallContent(type="content", content=body)],
+        )
+        request = RequestPermissionRequest(session_id=session_id, tool_call=call, options=OPTIONS)
+        try:
+            raw = await editor_fs.send(self._conn(), "session/request_permission", request)
+            outcome = RequestPermissionResponse.model_validate(raw).outcome
+        except Exception as exc:  # a client that cannot answer: not trusted, asked again next prompt
+            log.warning("the trust prompt for %s got no answer: %s", workspace.root, exc)
+            return
+        choice = outcome.option_id if outcome.outcome == "selected" else None
+        if choice not in (ONCE, ALWAYS, REJECT):
+            return  # cancelled: no answer, asked again at the next prompt
+        self._answered[workspace.root] = choice
+        if choice != REJECT:
+            await self._trust(session_id, workspace, client, remember=choice == ALWAYS)
+
+    async def _trust(
+        self, session_id: str, workspace: Workspace, client: AcpClient, *, remember: bool
+    ) -> None:
+        root, request = workspace.root, {"workspaceTrusted": True}
+        try:
+            options, config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
+        except AgentError as exc:
+            self._answered.pop(root, None)
+            client.post(session_id, helpers.update_agent_message_text(f"Note: not trusted: {exc}"))
+            return
+        if remember:
+            try:
+                await asyncio.to_thread(trust.remember, root, config)
+            except (OSError, ValueError) as exc:
+                note = f"Note: trusted for this session only; it could not be remembered: {exc}"
+                client.post(session_id, helpers.update_agent_message_text(note))
+        workspace.config = config
+        for problem in await workspace.trust(options):
+            client.post(session_id, helpers.update_agent_message_text(f"Note: {problem}"))

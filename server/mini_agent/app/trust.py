@@ -1,0 +1,293 @@
+"""The trust store: the folders the user trusts, each with a digest of what trusting it runs.
+
+A workspace file may name things only a trusted folder gets (`app.config`): tool files (importing them
+runs the folder's code), MCP servers (commands it starts), a model server (where the conversation
+goes) and standing `approval.allow` answers. `Runs` is that list for one folder; its `digest` hashes
+it, the tool files' contents included, so that a changed tool file or list asks again (as `direnv
+allow` does). The store is one JSON file, `trust.json`, in the user's state folder
+(`$MINI_AGENT_STATE_DIR`, else `$XDG_STATE_HOME/mini-agent`, else `~/.local/state/mini-agent`), never
+inside a workspace: keyed by the folder's real path, each entry the digest, the list in words and the
+time. It is written whole, to a temporary file renamed over it, 0600 in a 0700 folder. A trust file
+larger than `MAX_STORE_BYTES`, or one that does not parse, is read as empty (and a log line says so).
+
+Standard library only: the LSP door's `initialize` answer (`lsp.capabilities`) reports trust before
+anything else loads. Reading tool files blocks: callers on an event loop run these in a thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+STATE_DIR_ENV = "MINI_AGENT_STATE_DIR"
+STORE_FILE = "trust.json"
+STORE_VERSION = 1
+MAX_STORE_BYTES = 4 << 20  # a larger trust file is read as empty: nothing is trusted from it
+MAX_FOLDERS = 10_000  # remembered folders; remembering one more forgets the oldest
+MAX_HASHED_BYTES = 64 << 20  # of each tool file: a larger one is hashed this far, and its size noted
+# The workspace files `app.config` reads, the same way (read here without validation: see `read_runs`).
+CONFIG_FILE = Path(".mini-agent") / "config.toml"
+PYPROJECT = "pyproject.toml"
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class Configured(Protocol):
+    """What `app.config.WorkspaceConfig` says that waits for trust."""
+
+    @property
+    def tools(self) -> tuple[str, ...]: ...
+
+    @property
+    def mcp_servers(self) -> tuple[Mapping[str, Any], ...]: ...
+
+    @property
+    def llm(self) -> Mapping[str, Any]: ...
+
+    @property
+    def allow(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Runs:
+    """What trusting a folder would run or allow, as its workspace file says it."""
+
+    tools: tuple[str, ...] = ()
+    mcp_servers: tuple[Mapping[str, Any], ...] = ()
+    base_url: str | None = None
+    allow: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, config: Configured) -> Runs:
+        base_url = config.llm.get("base_url")
+        return cls(tuple(config.tools), tuple(config.mcp_servers),
+                   base_url if isinstance(base_url, str) else None, tuple(config.allow))
+
+    @property
+    def needed(self) -> bool:
+        """Whether anything here waits for trust."""
+        return bool(self.tools or self.mcp_servers or self.base_url or self.allow)
+
+    def words(self) -> list[str]:
+        """Each item as a person reads it in a prompt or a message."""
+        out = [f"tools file {path}" for path in self.tools]
+        out += [f"MCP server {_server_words(server)}" for server in self.mcp_servers]
+        if self.base_url:
+            out.append(f"model server {self.base_url}")
+        if self.allow:
+            out.append(f"always allow: {', '.join(self.allow)}")
+        return out
+
+    def digest(self, root: Path) -> str:
+        """sha256 of a canonical JSON of everything here, each tool file's content hash included."""
+        canonical = {
+            "tools": [{"path": path, **_file_hash(root / path)} for path in self.tools],
+            "mcpServers": list(self.mcp_servers),
+            "baseUrl": self.base_url,
+            "allow": list(self.allow),
+        }
+        text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """A folder's trust as the doors report it (`wouldRun` is `Runs.words`)."""
+
+    remembered: bool
+    needed: bool
+    would_run: list[str]
+
+
+def _server_words(server: Mapping[str, Any]) -> str:
+    name = server.get("name", "?")
+    if server.get("url"):
+        return f"{name}: {server['url']}"
+    command = [str(server.get("command", "")), *(str(arg) for arg in server.get("args") or [])]
+    return f"{name}: {' '.join(command).strip()}"
+
+
+def _file_hash(path: Path) -> dict[str, Any]:
+    """A tool file's content hash (None when it cannot be read), over at most `MAX_HASHED_BYTES`."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            left = MAX_HASHED_BYTES
+            while left > 0 and (chunk := file.read(min(1 << 20, left))):
+                digest.update(chunk)
+                left -= len(chunk)
+    except OSError:
+        return {"sha256": None}
+    return {"sha256": digest.hexdigest(), "size": size}
+
+
+def real(root: Path) -> str:
+    """The store's key for a folder: its real path."""
+    return os.path.realpath(root)
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The user's state folder for mini-agent."""
+    env = os.environ if env is None else env
+    if env.get(STATE_DIR_ENV):
+        return Path(env[STATE_DIR_ENV])
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "mini-agent"
+
+
+def store_path() -> Path:
+    return state_dir() / STORE_FILE
+
+
+def load_store() -> dict[str, dict[str, Any]]:
+    """The remembered folders; an absent, oversized or unreadable trust file is an empty store."""
+    path = store_path()
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_STORE_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        log.warning("the trust file %s cannot be read (%s): no folder is trusted from it", path, exc)
+        return {}
+    if len(data) > MAX_STORE_BYTES:
+        log.warning("the trust file %s is larger than %d bytes: no folder is trusted from it",
+                    path, MAX_STORE_BYTES)
+        return {}
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        log.warning("the trust file %s is not JSON (%s): no folder is trusted from it", path, exc)
+        return {}
+    folders = parsed.get("folders") if isinstance(parsed, dict) else None
+    if not isinstance(folders, dict):
+        log.warning("the trust file %s holds no `folders` object: no folder is trusted from it", path)
+        return {}
+    return {key: value for key, value in folders.items() if isinstance(value, dict)}
+
+
+def _save_store(folders: Mapping[str, Mapping[str, Any]]) -> None:
+    """Write the whole store: a temporary file in the same folder, renamed over the old one."""
+    folder = state_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    text = json.dumps({"version": STORE_VERSION, "folders": folders}, indent=1, sort_keys=True)
+    handle, temporary = tempfile.mkstemp(prefix=".trust-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            os.fchmod(file.fileno(), 0o600)
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, folder / STORE_FILE)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def status(root: Path, runs: Runs) -> Status:
+    """Whether `root` is remembered with the digest `runs` has now."""
+    entry = load_store().get(real(root))
+    remembered = entry is not None and entry.get("digest") == runs.digest(root)
+    return Status(remembered=remembered, needed=runs.needed, would_run=runs.words())
+
+
+def is_trusted(root: Path, config: Configured) -> bool:
+    """Whether the user trusts `root` as its workspace file stands now (same digest as remembered)."""
+    return status(root, Runs.of(config)).remembered
+
+
+def remember(root: Path, config: Configured) -> list[str]:
+    """Trust `root` as its workspace file stands now, for every later daemon; returns `wouldRun`."""
+    key = real(root)
+    if _inside(store_path(), Path(key)):
+        raise ValueError(f"the trust file {store_path()} lies inside {key}: a folder cannot vouch for itself")
+    runs = Runs.of(config)
+    folders = load_store()
+    folders.pop(key, None)
+    while len(folders) >= MAX_FOLDERS:
+        oldest = min(folders, key=lambda name: str(folders[name].get("trustedAt", "")))
+        folders.pop(oldest)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    folders[key] = {"digest": runs.digest(root), "wouldRun": runs.words(), "trustedAt": stamp}
+    _save_store(folders)
+    return runs.words()
+
+
+def forget(root: Path) -> list[str] | None:
+    """Trust `root` no more; returns the `wouldRun` it was remembered with (None: it was not)."""
+    folders = load_store()
+    entry = folders.pop(real(root), None)
+    if entry is None:
+        return None
+    _save_store(folders)
+    words = entry.get("wouldRun")
+    return [str(word) for word in words] if isinstance(words, list) else []
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(folder)
+
+
+def read_runs(root: Path) -> Runs | None:
+    """What `root`'s workspace file names, read without validation (for the LSP door's early
+    `initialize` answer); None where the file cannot be read (the daemon then reports why)."""
+    table = _raw_table(root)
+    if table is None:
+        return None
+    llm, approval = table.get("llm", {}), table.get("approval", {})
+    tools, servers = table.get("tools", []), table.get("mcp_servers", [])
+    allow = approval.get("allow", []) if isinstance(approval, dict) else []
+    if not (isinstance(llm, dict) and _strings(tools) and _strings(allow) and isinstance(servers, list)
+            and all(isinstance(server, dict) for server in servers)):
+        return None
+    base_url = llm.get("base_url")
+    return Runs(tuple(tools), tuple(servers), base_url if isinstance(base_url, str) else None, tuple(allow))
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _raw_table(root: Path) -> dict[str, Any] | None:
+    own, pyproject = root / CONFIG_FILE, root / PYPROJECT
+    try:
+        if own.is_file():
+            return _toml(own)
+        if pyproject.is_file():
+            table = (_toml(pyproject) or {}).get("tool", {}).get("mini-agent", {})
+            return table if isinstance(table, dict) else None
+    except (OSError, AttributeError):
+        return None
+    return {}
+
+
+def _toml(path: Path) -> dict[str, Any] | None:
+    with path.open("rb") as file:
+        data = file.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        return None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return None
+
+
+def held_back_note(root: Path, words: Iterable[str]) -> str:
+    """What an untrusted folder left out, why, and how to trust it, in one paragraph."""
+    listed = "; ".join(words)
+    return (
+        f"This folder ({root}) is not trusted, so what its workspace file names is held back: {listed}. "
+        f"To trust it, run `mini-agent trust {root}` (or answer \"Always trust this folder\" when asked), "
+        "then start a new agent."
+    )

@@ -1,0 +1,126 @@
+"""The models a model server offers: `GET {base_url}/models`, as vLLM, llama.cpp, Ollama and OpenAI
+answer it (`{"data": [{"id": ...}, ...]}`).
+
+Asked once per base URL and kept (`refresh` asks again; an answer that listed nothing is kept
+`RETRY_AFTER_SEC`, so a server started later is found), bounded in time (`MODELS_TIMEOUT_SEC`), in
+the bytes read (`MODELS_MAX_BYTES`) and in the ids kept (`MAX_MODEL_IDS`, each at most
+`MAX_MODEL_ID_CHARS`). A server that is down, slow, answers junk or lists nothing gives no ids and a
+sentence saying why, so a picker can offer the configured model alone and say so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import aiohttp
+
+MODELS_TIMEOUT_SEC = 2.0
+MODELS_MAX_BYTES = 1 << 20
+MAX_MODEL_IDS = 1000  # the first ones the server lists; the rest are left out
+MAX_MODEL_ID_CHARS = 256  # a longer id is left out
+RETRY_AFTER_SEC = 30.0  # how long an answer that listed nothing stands before the server is asked again
+
+
+@dataclass(frozen=True, slots=True)
+class ModelList:
+    """What a server listed (`ids`, in its order), or why nothing (`problem`, in words)."""
+
+    base_url: str
+    ids: tuple[str, ...] = ()
+    problem: str | None = None
+    at: float = field(default_factory=time.monotonic, compare=False)
+
+    def stale(self) -> bool:
+        return not self.ids and time.monotonic() - self.at > RETRY_AFTER_SEC
+
+
+class ModelLister:
+    """`GET /models` per base URL over HTTP (aiohttp, imported on first use), kept per base URL."""
+
+    def __init__(self, timeout_sec: float = MODELS_TIMEOUT_SEC) -> None:
+        self._timeout = timeout_sec
+        self._known: dict[str, ModelList] = {}
+        self._asking: dict[str, asyncio.Future[ModelList]] = {}
+
+    def known(self, base_url: str) -> ModelList | None:
+        """The list kept for `base_url`, without asking; None when it was never asked."""
+        return self._known.get(_server(base_url))
+
+    async def models(self, base_url: str, api_key: str | None, *, refresh: bool = False) -> ModelList:
+        """The server's list; `api_key` goes to this server only (the caller's word on whose it is).
+        Questions for one server at once share one request."""
+        server = _server(base_url)
+        kept = self._known.get(server)
+        if not refresh and kept is not None and not kept.stale():
+            return kept
+        asking = self._asking.get(server)
+        if asking is None:
+            asking = self._asking[server] = asyncio.ensure_future(self._ask(server, api_key))
+            asking.add_done_callback(lambda _: self._asking.pop(server, None))
+        found = await asyncio.shield(asking)
+        self._known[server] = found
+        return found
+
+    async def _ask(self, server: str, api_key: str | None) -> ModelList:
+        import aiohttp
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        timeout = aiohttp.ClientTimeout(total=self._timeout)
+        where = f"the model server at {server}"
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout, headers=headers) as http,
+                http.get(server + "/models") as resp,
+            ):
+                if resp.status != 200:
+                    return ModelList(server, problem=f"{where} answered GET /models with HTTP {resp.status}")
+                data = await _bounded_json(resp)
+        except TimeoutError:
+            return ModelList(server, problem=f"{where} did not answer in {self._timeout:g} s")
+        except aiohttp.ClientError as exc:
+            return ModelList(server, problem=f"{where} could not be reached ({type(exc).__name__}: {exc})")
+        except ValueError as exc:
+            return ModelList(server, problem=f"{where} answered GET /models with no model list: {exc}")
+        ids = model_ids(data)
+        if not ids:
+            return ModelList(server, problem=f"{where} lists no models")
+        return ModelList(server, ids)
+
+
+def model_ids(data: Any) -> tuple[str, ...]:
+    """The ids of an OpenAI-shaped list, each once, at most `MAX_MODEL_IDS`; () for anything else."""
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return ()
+    ids: dict[str, None] = {}
+    for entry in entries:
+        found = entry.get("id") if isinstance(entry, dict) else None
+        if isinstance(found, str) and found and len(found) <= MAX_MODEL_ID_CHARS:
+            ids.setdefault(found)
+            if len(ids) >= MAX_MODEL_IDS:
+                break
+    return tuple(ids)
+
+
+async def _bounded_json(resp: aiohttp.ClientResponse) -> Any:
+    """The answer's JSON, refused (ValueError) past `MODELS_MAX_BYTES`, announced or sent."""
+    if resp.content_length is not None and resp.content_length > MODELS_MAX_BYTES:
+        raise ValueError(f"the answer announced {resp.content_length} bytes, more than {MODELS_MAX_BYTES}")
+    raw = bytearray()
+    async for chunk in resp.content.iter_any():
+        raw += chunk
+        if len(raw) > MODELS_MAX_BYTES:
+            raise ValueError(f"the answer passed {MODELS_MAX_BYTES} bytes")
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"the answer is not JSON ({exc})") from None
+
+
+def _server(base_url: str) -> str:
+    return base_url.rstrip("/")
