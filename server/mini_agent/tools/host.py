@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mini_agent.core.contracts import MAX_OUTPUT_BYTES, TOOL_TIMEOUT_SEC, ToolOptions
+from mini_agent.plumbing import tracecontext
 from mini_agent.tools import protocol, reaper
 from mini_agent.tools.protocol import CallRequest, CallResult, DescribedTool, LoadReply, LoadRequest
 
@@ -354,7 +355,8 @@ class ToolHost:
             async with self._lease() as worker:
                 generation = self._generation.get(key, 0)
                 stale = worker.loaded.get(key, 0) != generation
-                request = CallRequest(key, function, tool_name, arguments, stale)
+                traceparent = tracecontext.TRACEPARENT.get()
+                request = CallRequest(key, function, tool_name, arguments, stale, traceparent)
                 try:
                     reply = await worker.request(request, CallResult.of, timeout)
                 except TimeoutError:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from mini_agent.core.contracts import MAX_OUTPUT_BYTES
+from mini_agent.plumbing import tracecontext
 from mini_agent.tools import protocol, reaper
 from mini_agent.tools.protocol import CallRequest, CallResult, DescribedTool, LoadReply, LoadRequest, Request
 from mini_agent.tools.reflect import (
@@ -209,7 +210,7 @@ class Host:
         return dataclasses.replace(reply, logs=self._capture.take())
 
     def _call(self, request: CallRequest) -> CallResult:
-        with self._capture.active():
+        with self._capture.active(), _traced(request.traceparent):
             output, is_error = self._run(request)
         output, truncated = protocol.cap_text(output, self._max_output)
         return CallResult(output, is_error, truncated, self._capture.take())
@@ -300,6 +301,19 @@ def _guard(worker: int) -> int:
             signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)  # so the daemon can name the worker's signal
     return os.waitstatus_to_exitcode(status) if status is not None and os.WIFEXITED(status) else 1
+
+
+@contextlib.contextmanager
+def _traced(traceparent: str | None) -> Iterator[None]:
+    """The call's trace context as `TRACEPARENT` while it runs (and the processes it starts), then gone."""
+    if traceparent is None:
+        yield
+        return
+    os.environ[tracecontext.ENV] = traceparent
+    try:
+        yield
+    finally:
+        os.environ.pop(tracecontext.ENV, None)
 
 
 def _end_descendants() -> None:

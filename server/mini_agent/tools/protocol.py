@@ -72,6 +72,7 @@ class CallRequest:
     tool: str
     arguments: Any
     reload: bool = False
+    traceparent: str | None = None  # the traced call's W3C context, for the tool's own spans
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -81,6 +82,7 @@ class CallRequest:
             "tool": self.tool,
             "arguments": self.arguments,
             "reload": self.reload,
+            **({"traceparent": self.traceparent} if self.traceparent else {}),
         }
 
 
@@ -92,8 +94,10 @@ def request_of(raw: dict[str, Any]) -> Request:
     if op == "load":
         return LoadRequest(raw["path"], raw.get("function"), raw.get("name"), raw.get("description"))
     if op == "call":
+        traceparent = raw.get("traceparent")
         return CallRequest(
-            raw["path"], raw["function"], raw["tool"], raw.get("arguments", {}), bool(raw.get("reload"))
+            raw["path"], raw["function"], raw["tool"], raw.get("arguments", {}), bool(raw.get("reload")),
+            traceparent if isinstance(traceparent, str) else None,
         )
     raise ProtocolError(f"unknown request {op!r}")
 

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from mini_agent.plumbing import tracecontext
 from mini_agent.tools.host import CallResult, LoadError, ToolHost
 
 from ...support.host import call, process_gone, wait_until
@@ -24,6 +25,12 @@ from pathlib import Path
 def echo(text: str, times: int = 1) -> str:
     """Repeat text."""
     return text * times
+
+def trace_context() -> str:
+    """The TRACEPARENT this call sees, and the one a process it starts sees."""
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('TRACEPARENT'))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    return f"{os.environ.get('TRACEPARENT')} {child}"
 
 def chatty() -> str:
     print("printed-marker")
@@ -349,3 +356,18 @@ async def test_workspace_modules_cannot_shadow_the_hosts_own(host: ToolHost, tmp
     await host.load(path)
     result = await call(host, path, "encode", text="hi")
     assert (result.output, result.is_error) == ('{"text": "HI"}', False)
+
+
+@pytest.mark.asyncio
+async def test_a_traced_call_hands_its_context_to_the_tool_and_only_to_that_call(
+    host: ToolHost, tools_file: Path
+) -> None:
+    traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    carried = tracecontext.TRACEPARENT.set(traceparent)
+    try:
+        traced = await call(host, tools_file, "trace_context")
+    finally:
+        tracecontext.TRACEPARENT.reset(carried)
+    untraced = await call(host, tools_file, "trace_context")  # the same host process, reused
+    assert traced.output == f"{traceparent} {traceparent}"
+    assert untraced.output == "None None"
