@@ -11,13 +11,14 @@ sentence saying why, so a picker can offer the configured model alone and say so
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mini_agent.llm import side
+
 if TYPE_CHECKING:
-    import aiohttp
+    pass
 
 MODELS_TIMEOUT_SEC = 2.0
 MODELS_MAX_BYTES = 1 << 20
@@ -79,7 +80,7 @@ class ModelLister:
             ):
                 if resp.status != 200:
                     return ModelList(server, problem=f"{where} answered GET /models with HTTP {resp.status}")
-                data = await _bounded_json(resp)
+                data = await side.bounded_json(resp, MODELS_MAX_BYTES)
         except TimeoutError:
             return ModelList(server, problem=f"{where} did not answer in {self._timeout:g} s")
         except aiohttp.ClientError as exc:
@@ -105,21 +106,6 @@ def model_ids(data: Any) -> tuple[str, ...]:
             if len(ids) >= MAX_MODEL_IDS:
                 break
     return tuple(ids)
-
-
-async def _bounded_json(resp: aiohttp.ClientResponse) -> Any:
-    """The answer's JSON, refused (ValueError) past `MODELS_MAX_BYTES`, announced or sent."""
-    if resp.content_length is not None and resp.content_length > MODELS_MAX_BYTES:
-        raise ValueError(f"the answer announced {resp.content_length} bytes, more than {MODELS_MAX_BYTES}")
-    raw = bytearray()
-    async for chunk in resp.content.iter_any():
-        raw += chunk
-        if len(raw) > MODELS_MAX_BYTES:
-            raise ValueError(f"the answer passed {MODELS_MAX_BYTES} bytes")
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"the answer is not JSON ({exc})") from None
 
 
 def _server(base_url: str) -> str:

@@ -9,15 +9,15 @@ and a bound on the answer's size, and each answer — none included — is kept 
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mini_agent.core.contracts import LLMConfig
+from mini_agent.llm import side
 
 if TYPE_CHECKING:
-    import aiohttp
+    pass
 
 PROBE_TIMEOUT_SEC = 2.0
 PROBE_MAX_BYTES = 1 << 20  # an answer past this says nothing usable: the next question is asked
@@ -74,24 +74,12 @@ class ServerWindowProbe:
                     async with http.request(method, url, json=body) as resp:
                         if resp.status != 200:
                             continue
-                        found = read(await _bounded_json(resp))
+                        found = read(await side.bounded_json(resp, PROBE_MAX_BYTES))
                 except (aiohttp.ClientError, TimeoutError, ValueError):
                     continue
                 if isinstance(found, int) and found > 0:
                     return found
         return None
-
-
-async def _bounded_json(resp: aiohttp.ClientResponse) -> Any:
-    """The answer's JSON, refused (ValueError) past `PROBE_MAX_BYTES`, announced or sent."""
-    if resp.content_length is not None and resp.content_length > PROBE_MAX_BYTES:
-        raise ValueError(f"the answer announced {resp.content_length} bytes")
-    raw = bytearray()
-    async for chunk in resp.content.iter_any():
-        raw += chunk
-        if len(raw) > PROBE_MAX_BYTES:
-            raise ValueError(f"the answer passed {PROBE_MAX_BYTES} bytes")
-    return json.loads(raw)
 
 
 def _vllm(data: Any, model: str) -> int | None:
