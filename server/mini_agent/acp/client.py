@@ -24,7 +24,7 @@ from acp.schema import (
 from mini_agent.acp import editor_fs, updates
 from mini_agent.acp.transport import LineTransport
 from mini_agent.app.port import Answer, ToolList
-from mini_agent.app.scope import Scope
+from mini_agent.app.scope import Scope, Target
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.events import AgentEvent, UserTurn
 from mini_agent.core.session import AgentSession, Decision
@@ -50,6 +50,7 @@ class AcpClient:
         self._connection = connection
         self._follows = follows
         self.workspace: Workspace | None = None  # set once the workspace is built around this client
+        self._decided: dict[str, Target] = {}  # call id -> where its path led when decided
 
     def post(self, session_id: str, update: Any) -> None:
         notification = SessionNotification(session_id=session_id, update=update)
@@ -81,8 +82,11 @@ class AcpClient:
         """ACP has no tool-list notification: a new tool shows when the model calls it."""
 
     def scope(self, call: ToolCall) -> Scope | None:
-        """`app.port.Scoping`: where a call of the editor's file tools reaches."""
+        """`app.port.Scoping`: where a call of the editor's file tools reaches, as it is decided (kept
+        until it runs: `run_tool` refuses a path that resolves elsewhere by then)."""
         where = editor_fs.scope(self.root, call)
+        if where is not None:
+            self._decided[call.id] = where
         return where.scope if where is not None else None
 
     async def ask_permission(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Answer | None:
@@ -115,10 +119,13 @@ class AcpClient:
         except ValueError:
             log.warning("session/request_permission: unknown option %r", answer.option_id)
             return None
+        if not decision.allows:
+            self._decided.pop(call.id, None)  # it will not run
         return decision, None if decision.allows else outside
 
     async def run_tool(self, session_id: str, call: ToolCall) -> Any:
         """The registry's client tools: here the editor's file tools, run over `fs/*`."""
         if call.name not in (editor_fs.READ, editor_fs.WRITE):
             raise RuntimeError(f"{call.name}: tools run by an LSP client cannot run in an ACP session")
+        editor_fs.unchanged(self.root, call, self._decided.pop(call.id, None))
         return await editor_fs.run(self._connection(), self.root, session_id, call.name, call.arguments)

@@ -106,6 +106,18 @@ def outside_note(root: Path, where: Target | None) -> str | None:
     return OUTSIDE.format(path=where.path, root=root)
 
 
+def unchanged(root: Path, call: ToolCall, decided: Target | None) -> None:
+    """Refuse (RuntimeError, the model's observation) a call whose path resolves elsewhere than when it
+    was decided: a link swapped in meanwhile must not turn an inside call into an unasked outside one.
+    A call decided by another process (`decided` None) runs on the path as it resolves now."""
+    now = scope(root, call)
+    if decided is not None and now is not None and now.path != decided.path:
+        raise RuntimeError(
+            f"{call.name}: {call.arguments.get('path')!r} resolved to {decided.path} when the call was "
+            f"decided and to {now.path} now; it was not run"
+        )
+
+
 async def send(conn: Connection, method: str, request: BaseModel) -> Any:
     """A typed request to the client, as the schema spells it."""
     return await conn.send_request(method, request.model_dump(mode="json", by_alias=True, exclude_none=True))

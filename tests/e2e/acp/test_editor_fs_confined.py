@@ -154,3 +154,28 @@ async def test_a_read_inside_runs_without_asking_on_the_resolved_path(workspace:
     )
     assert recorder.permission_requests == []
     assert reads == [schema] and by_call[0][-1]["rawOutput"]["output"] == "unsaved text\n"
+
+
+@pytest.mark.asyncio
+async def test_a_link_swapped_in_while_the_user_decides_stops_the_call(workspace: Path) -> None:
+    (workspace / "notes").mkdir()
+    inside = str((workspace / "notes" / "todo.txt").resolve())
+    elsewhere = workspace.parent / "elsewhere"
+    elsewhere.mkdir()
+    outside = str((elsewhere / "todo.txt").resolve())
+    script = [act("write_text_file", {"path": "notes/todo.txt", "content": "planted\n"}), FINISH]
+
+    def swap_then_allow(request: dict[str, Any]) -> str:
+        (workspace / "notes").rename(workspace / "notes_old")  # the folder the user saw, now a link out
+        (workspace / "notes").symlink_to(elsewhere, target_is_directory=True)
+        return "allow_once"
+
+    recorder, _, by_call, _ = await run_turn(workspace, script, swap_then_allow, {})
+    (request,) = recorder.permission_requests
+    assert request["toolCall"]["locations"] == [{"path": inside}]  # what the user allowed
+    assert outside not in recorder.buffers and inside not in recorder.buffers
+    (write,) = by_call
+    assert write[-1]["status"] == "failed"
+    assert f"resolved to {inside} when the call was decided and to {outside} now" in (
+        write[-1]["rawOutput"]["output"]
+    )
