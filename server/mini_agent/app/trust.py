@@ -16,19 +16,19 @@ anything else loads. Reading tool files blocks: callers on an event loop run the
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import os
-import tempfile
 import time
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    import logging
+
+# hashlib, tempfile, tomllib and logging are imported where they are used: `initialize` is answered
+# before any of them is needed (a folder without a workspace file needs none).
 
 STATE_DIR_ENV = "MINI_AGENT_STATE_DIR"
 STORE_FILE = "trust.json"
@@ -97,6 +97,8 @@ class Runs:
             "allow": list(self.allow),
         }
         text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
+        import hashlib
+
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -119,6 +121,8 @@ def _server_words(server: Mapping[str, Any]) -> str:
 
 def _file_hash(path: Path) -> dict[str, Any]:
     """A tool file's content hash (None when it cannot be read), over at most `MAX_HASHED_BYTES`."""
+    import hashlib
+
     digest = hashlib.sha256()
     try:
         with path.open("rb") as file:
@@ -159,20 +163,20 @@ def load_store() -> dict[str, dict[str, Any]]:
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        log.warning("the trust file %s cannot be read (%s): no folder is trusted from it", path, exc)
+        _log().warning("the trust file %s cannot be read (%s): no folder is trusted from it", path, exc)
         return {}
     if len(data) > MAX_STORE_BYTES:
-        log.warning("the trust file %s is larger than %d bytes: no folder is trusted from it",
+        _log().warning("the trust file %s is larger than %d bytes: no folder is trusted from it",
                     path, MAX_STORE_BYTES)
         return {}
     try:
         parsed = json.loads(data)
     except (ValueError, RecursionError) as exc:
-        log.warning("the trust file %s is not JSON (%s): no folder is trusted from it", path, exc)
+        _log().warning("the trust file %s is not JSON (%s): no folder is trusted from it", path, exc)
         return {}
     folders = parsed.get("folders") if isinstance(parsed, dict) else None
     if not isinstance(folders, dict):
-        log.warning("the trust file %s holds no `folders` object: no folder is trusted from it", path)
+        _log().warning("the trust file %s holds no `folders` object: no folder is trusted from it", path)
         return {}
     return {key: value for key, value in folders.items() if isinstance(value, dict)}
 
@@ -182,6 +186,8 @@ def _save_store(folders: Mapping[str, Mapping[str, Any]]) -> None:
     folder = state_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     text = json.dumps({"version": STORE_VERSION, "folders": folders}, indent=1, sort_keys=True)
+    import tempfile
+
     handle, temporary = tempfile.mkstemp(prefix=".trust-", suffix=".json", dir=folder)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
@@ -273,6 +279,8 @@ def _raw_table(root: Path) -> dict[str, Any] | None:
 
 
 def _toml(path: Path) -> dict[str, Any] | None:
+    import tomllib
+
     with path.open("rb") as file:
         data = file.read(MAX_CONFIG_BYTES + 1)
     if len(data) > MAX_CONFIG_BYTES:
@@ -291,3 +299,9 @@ def held_back_note(root: Path, words: Iterable[str]) -> str:
         f"To trust it, run `mini-agent trust {root}` (or answer \"Always trust this folder\" when asked), "
         "then start a new agent."
     )
+
+
+def _log() -> logging.Logger:
+    import logging
+
+    return logging.getLogger(__name__)
