@@ -1,7 +1,7 @@
 """A small MCP server for the tests (run as a script): it records its pid, can die mid-call, can
 grow its tool list at runtime, which no published server does on demand, logs the start and the
-cancellation of a slow call, and with `--stubborn` outlives the end of its stdin and ignores SIGTERM,
-as a badly written server may."""
+cancellation of a slow call, reports progress on request, and with `--stubborn` outlives the end of
+its stdin and ignores SIGTERM, as a badly written server may."""
 
 from __future__ import annotations
 
@@ -31,6 +31,18 @@ TOOLS = {
     "grow": types.Tool(name="grow", description="Add a tool.", input_schema={"type": "object"}),
     "slow": types.Tool(name="slow", description="Take a minute.", input_schema={"type": "object"}),
     "big": types.Tool(name="big", description="Answer 5000 bytes.", input_schema={"type": "object"}),
+    "report": types.Tool(
+        name="report",
+        description="Report progress `times` times, `every` seconds apart, then wait `hang` seconds.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "times": {"type": "integer"},
+                "every": {"type": "number"},
+                "hang": {"type": "number"},
+            },
+        },
+    ),
 }
 
 
@@ -56,6 +68,14 @@ async def call_tool(
         return types.CallToolResult(content=[types.TextContent(text="grown")])
     if params.name == "big":
         return types.CallToolResult(content=[types.TextContent(text="x" * 5000)])
+    if params.name == "report":
+        arguments = params.arguments or {}
+        times = int(arguments.get("times", 3))
+        for index in range(1, times + 1):
+            await ctx.session.report_progress(index, times, f"step {index} of {times}")
+            await anyio.sleep(float(arguments.get("every", 0.3)))
+        await anyio.sleep(float(arguments.get("hang", 0)))
+        return types.CallToolResult(content=[types.TextContent(text=f"reported {times} times")])
     if params.name == "slow":
         event("started")
         try:

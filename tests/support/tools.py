@@ -12,6 +12,23 @@ from mini_agent.tools.registry import ToolRegistry
 DOWN = "http://127.0.0.1:9/v1"  # the discard port: a model request there fails, naming it
 
 
+# A workspace tool that prints a line and reports its progress every 0.3 s for 3 s (live output).
+TICKER = '''
+import time
+
+from mini_agent.tools.progress import report
+
+
+def tick() -> str:
+    """Print a line every 0.3 s for 3 s."""
+    for index in range(10):
+        print(f"tick {index}")
+        report(f"tick {index}", fraction=(index + 1) / 10)
+        time.sleep(0.3)
+    return "ticked"
+'''
+
+
 def write(root: Path, where: str, body: str) -> Path:
     """`body` at `root / where`, its folders made first."""
     path = root / where

@@ -32,6 +32,9 @@ end, {
   nargs = '*',
   range = true,
   bang = true,
+  complete = function(lead, line)
+    return require('mini_agent.commands').complete_command_line(lead, line)
+  end,
   desc = 'mini-agent: ask, going on with the conversation (! = a new one; a range: about those lines)',
 })
 

@@ -1,7 +1,8 @@
 -- The trace buffer and the options, without a daemon: streamed text continues the last line, the
 -- model's raw text sits in a closed fold, long observations fold behind one line that <CR> expands,
 -- errors are marked, sessions that interleave get a header, the window opens without taking focus
--- and follows the end; bad options are refused with the option's name.
+-- and follows the end; a running call's printed output grows under it and folds when the call ends;
+-- bad options are refused with the option's name.
 local h = dofile(vim.fs.dirname(debug.getinfo(1, 'S').source:sub(2)) .. '/helpers.lua')
 
 local function lines()
@@ -133,6 +134,34 @@ h.run(function()
   local task = require('mini_agent').task_with_range({ range = 2, line1 = 2, line2 = 3 }, 'Explain')
   h.find(task, 'Explain\n\nLines 2-3 of')
   h.find(task, 'beta\ngamma')
+
+  -- what a running call prints grows under it, continuing an unfinished line; its end folds it
+  local live_buf = trace.bufnr()
+  local function live(update)
+    trace.update('sess_cccccccccccc', 0, vim.tbl_extend('force', { kind = 'tool_call_update', toolCallId = 'p1' }, update))
+  end
+  trace.update('sess_cccccccccccc', 0, {
+    kind = 'tool_call', toolCallId = 'p1', name = 'printer', arguments = {}, rawArguments = '', status = 'pending',
+  })
+  live({ status = 'in_progress' })
+  live({ status = 'in_progress', output = { append = 'one\ntw' } })
+  live({ status = 'in_progress', output = { append = 'o\n' } })
+  live({ status = 'in_progress', progress = { message = 'halfway', fraction = 0.5 } })
+  live({ status = 'in_progress', output = { append = 'three\n' } })
+  local count = vim.api.nvim_buf_line_count(live_buf)
+  h.eq({ '→ printer {}', '    │ one', '    │ two', '    ⋯ halfway · 50%', '    │ three' },
+    vim.api.nvim_buf_get_lines(live_buf, count - 5, count, false), 'live output under the running call')
+  h.eq({ -1, -1 }, fold(trace.window(), count - 3), 'not folded while the call runs')
+  live({
+    status = 'completed',
+    observation = { toolCallId = 'p1', toolName = 'printer', output = 'printed 3', isError = false },
+  })
+  h.eq('← printer: printed 3', lines()[count + 1], 'the observation after the output')
+  h.eq({ count - 3, count }, fold(trace.window(), count - 2), 'the output, folded once the call ended')
+  local on_screen = h.visible_lines(trace.window())
+  h.eq(1, h.occurrences(on_screen, '▸ printer printed 4 lines (zo shows it)'), 'its fold line')
+  h.eq(0, h.occurrences(on_screen, '│ one'), 'the output, hidden')
+  h.eq({ 23, 23 }, fold(trace.window(), 23), 'the earlier folds stay')
 
   -- the help file's tags are well formed and unique
   local doc = vim.fn.tempname()

@@ -86,15 +86,39 @@ def delete_file(file_path: str) -> str:
 EOF
 echo "keep me" >"$WS/notes.txt"
 
+# A tool that prints while it runs: it holds after its third line until the UI driver writes "go".
+cat >"$WS/slow.py" <<'EOF'
+"""A tool that prints while it runs."""
+
+import os
+import time
+
+
+def slow_print(lines: int = 5) -> str:
+    """Print numbered lines 0.3 s apart; after the third, wait (20 s at most) for a file named go.
+
+    Args:
+        lines: How many lines to print.
+    """
+    for n in range(1, lines + 1):
+        print(f"line {n}", flush=True)
+        deadline = time.monotonic() + (20 if n == 3 else 0.3)
+        while time.monotonic() < deadline and not (n == 3 and os.path.exists("go")):
+            time.sleep(0.05)
+    return f"printed {lines} lines"
+EOF
+
 # A run and its follow-up (whose answer quotes the first turn's tool result: only the same conversation
-# has it), a second run; the third meets a dead model server, and its Retry (after the URL is fixed)
-# gets an answer; then one run on the model picked in the status bar (the server lists "replay-large"),
+# has it), a run of the printing tool (the /tools command after it takes no turn), a second run; the
+# third meets a dead model server, and its Retry (after the URL is fixed) gets an answer; then one run on the model picked in the status bar (the server lists "replay-large"),
 # and one in "Ask before every tool call" that counts lines.
 cat >"$RUN/script.json" <<'EOF'
 {"model": "replay-large", "turns": [
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
   {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."},
   {"content": "Thought: I counted them before.\nFinal Answer: You asked “{last_user}”; schema.py had {last_observation} non-empty lines then."},
+  {"content": "Thought: I will print some lines.\nAction: slow_print\nAction Input: {\"lines\": 5}"},
+  {"content": "Thought: It printed them.\nFinal Answer: the tool said {last_observation}"},
   {"content": "Thought: I will delete it.\nAction: delete_file\nAction Input: {\"file_path\": \"notes.txt\"}"},
   {"content": "Thought: I may not.\nFinal Answer: I did not delete notes.txt: {last_observation}"},
   {"content": "Final Answer: back again"},

@@ -16,7 +16,9 @@ import {
   type ModelListing,
   type PermissionMode,
   type PermissionRequest,
+  type CommandAnswer,
   type RunResult,
+  type SlashCommand,
   type SessionStatus,
   type SessionSummary,
   type StartSessionOptions,
@@ -47,6 +49,7 @@ import {
 } from "./prompts";
 import { functionAtLine } from "./python";
 import { SessionsView, type SessionItem } from "./sessionsView";
+import { commandItems, commandNotice, onEnter, type CommandItem } from "./slash";
 import { finalAnswer, statusLabel, stopText, TraceStore, type SessionTrace } from "./trace";
 import { TRACE_VIEW_TYPE, TraceView } from "./traceView";
 
@@ -227,32 +230,86 @@ class Extension implements vscode.Disposable {
     if (fresh) this.conversation = undefined;
     const last = this.conversation === undefined ? undefined : this.store.get(this.conversation);
     const follow = continuesConversation(last) ? last : undefined;
-    const task = await vscode.window.showInputBox({
-      title: askTitle(follow && (follow.task || follow.sessionId)),
-      prompt: follow
-        ? "A follow-up keeps the conversation so far; “Mini Agent: New Conversation” starts afresh."
-        : "What should the agent do? It can use the tools registered in this workspace.",
-      ignoreFocusOut: true,
-    });
+    const task = await this.askBox(
+      askTitle(follow && (follow.task || follow.sessionId)),
+      follow
+        ? "A follow-up keeps the conversation so far (“/” lists commands); “New Conversation” starts afresh."
+        : "What should the agent do? It can use the tools registered in this workspace (“/” lists commands).",
+    );
     if (!task?.trim()) return;
     if (follow) await this.followUp(follow.sessionId, task);
     else await this.askTask(task);
   }
 
-  private async followUp(sessionId: string, text: string): Promise<RunResult> {
+  /** The Ask box: free text, or one of the daemon's slash commands, completed from what is typed. */
+  private askBox(title: string, placeholder: string): Promise<string | undefined> {
+    const box = vscode.window.createQuickPick<CommandItem & vscode.QuickPickItem>();
+    box.title = title;
+    box.placeholder = placeholder;
+    box.ignoreFocusOut = true;
+    let commands: SlashCommand[] = [];
+    const refresh = () => {
+      box.items = commandItems(commands, box.value);
+    };
+    void this.daemon
+      .ensure()
+      .then((agent) => agent.listCommands())
+      .then((listed) => {
+        commands = listed;
+        refresh();
+      })
+      .catch((error: unknown) => this.output.warn(`no slash commands: ${message(error)}`));
+    return new Promise((resolve) => {
+      box.onDidChangeValue(refresh);
+      box.onDidAccept(() => {
+        const next = onEnter(box.value, box.activeItems[0]);
+        if ("complete" in next) {
+          box.value = next.complete;
+          refresh();
+          return;
+        }
+        resolve(next.send);
+        box.hide();
+      });
+      box.onDidHide(() => {
+        resolve(undefined);
+        box.dispose();
+      });
+      box.show();
+    });
+  }
+
+  /** A prompt that was a slash command: the daemon answered it; show the answer, run nothing. */
+  private showCommandAnswer(answer: CommandAnswer): void {
+    const notice = commandNotice(answer);
+    this.output.info(notice.text);
+    const show = notice.severity === "info" ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
+    void show(notice.text);
+  }
+
+  private async followUp(sessionId: string, text: string): Promise<RunResult | undefined> {
     const agent = await this.daemon.ensure();
-    await agent.prompt(sessionId, text); // its user_message_chunk adds the follow-up to the trace
+    const answer = await agent.prompt(sessionId, text); // its user_message_chunk adds the follow-up to the trace
+    if (answer.command !== undefined) {
+      this.showCommandAnswer({ ...answer, command: answer.command });
+      return undefined;
+    }
     this.focused = sessionId;
     this.traceView.show(sessionId);
     return this.runSession(agent, sessionId);
   }
 
-  private async askTask(task: string): Promise<RunResult> {
+  private async askTask(task: string): Promise<RunResult | undefined> {
     const agent = await this.daemon.ensure();
     if ((await agent.listTools()).length === 0) {
       this.output.warn("no tools registered: the model answers alone (Mini Agent: Register tools in this file)");
     }
-    const { sessionId } = await agent.startSession(task, this.sessionOptions());
+    const started = await agent.startSession(task, this.sessionOptions());
+    if (started.command !== undefined) {
+      this.showCommandAnswer({ ...started, command: started.command });
+      return undefined;
+    }
+    const { sessionId } = started;
     this.conversation = sessionId;
     this.store.ensure(sessionId, task);
     this.focused = sessionId;

@@ -135,9 +135,36 @@ export type Update =
       toolCallId: string;
       status: "in_progress" | "completed" | "failed";
       observation?: Observation;
+      /** While the call runs: what the tool printed since the last update. */
+      output?: { append: string };
+      /** While the call runs: the tool's own report of where it is. */
+      progress?: ToolProgress;
+      /** On the final update: the daemon stopped showing the call's printed output at its cap. */
+      liveOutputTruncated?: boolean;
     }
   | { kind: "usage_update"; usage: Usage; total: Usage }
   | { kind: "status"; status: SessionStatus; stopReason?: StopReason | null; message?: string | null };
+
+/** One of the daemon's slash commands (`agent/listCommands`); `name` has no leading "/". */
+export interface SlashCommand {
+  name: string;
+  description: string;
+  /** Present when the command takes an argument. */
+  input?: { hint?: string };
+}
+
+/** The answer of a prompt or task that was a slash command: no model turn ran. */
+export interface CommandAnswer {
+  command: string;
+  commandOutput?: string;
+  ok?: boolean;
+}
+
+export interface ToolProgress {
+  message?: string;
+  /** 0 to 1. */
+  fraction?: number;
+}
 
 export interface UpdateParams {
   sessionId: string;
@@ -456,8 +483,17 @@ export class AgentClient {
     return (await this.request<{ tools: Tool[] }>("agent/listTools", {})).tools;
   }
 
-  startSession(task: string, options: StartSessionOptions = {}): Promise<{ sessionId: string; status: SessionStatus }> {
+  /** A task that is a slash command starts no session: the answer has `command` and a null `sessionId`. */
+  startSession(
+    task: string,
+    options: StartSessionOptions = {},
+  ): Promise<{ sessionId: string; status: SessionStatus } & Partial<CommandAnswer>> {
     return this.request("agent/startSession", { task, ...options });
+  }
+
+  /** The slash commands the daemon runs itself (the Ask box completes them). */
+  async listCommands(): Promise<SlashCommand[]> {
+    return (await this.request<{ commands: SlashCommand[] }>("agent/listCommands", {})).commands;
   }
 
   /** The models the daemon's model server (or `baseUrl`'s) lists; `refresh` asks the server again. */
@@ -471,7 +507,7 @@ export class AgentClient {
   }
 
   /** A follow-up user turn in a session that ended its turn (or is ready); `run` then goes on. */
-  prompt(sessionId: string, text: string): Promise<{ sessionId: string; status: SessionStatus }> {
+  prompt(sessionId: string, text: string): Promise<{ sessionId: string; status: SessionStatus } & Partial<CommandAnswer>> {
     return this.request("agent/prompt", { sessionId, text });
   }
 

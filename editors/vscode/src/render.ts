@@ -3,7 +3,7 @@
  * escaping, the folding of long observations and the marking of errors without a webview.
  */
 
-import type { Observation, Usage } from "./protocol";
+import type { Observation, ToolProgress, Usage } from "./protocol";
 import { headline, latestAnswer, stopText, type SessionTrace, type ToolCallState, type TraceEntry } from "./trace";
 
 /** Observations longer than this (characters or lines) start folded. */
@@ -87,7 +87,39 @@ function renderTool(entry: Extract<TraceEntry, { kind: "tool" }>): string {
     ` <code class="tool-name">${escapeHtml(entry.name)}</code></div>`;
   const argBlock = args ? `<pre class="args">${escapeHtml(args)}</pre>` : "";
   const obs = entry.observation === undefined ? "" : renderObservation(entry.toolCallId, entry.observation, entry.state);
-  return `<div class="tool ${entry.state}" data-call="${escapeHtml(entry.toolCallId)}">${head}${argBlock}${obs}</div>`;
+  const live = renderLiveOutput(entry);
+  return `<div class="tool ${entry.state}" data-call="${escapeHtml(entry.toolCallId)}">${head}${argBlock}${live}${obs}</div>`;
+}
+
+/** A progress report in words: "indexing · 40%". */
+export function progressText(progress: ToolProgress): string {
+  const parts = [progress.message ?? ""];
+  if (typeof progress.fraction === "number") parts.push(`${Math.round(progress.fraction * 100)}%`);
+  return parts.filter((part) => part !== "").join(" · ");
+}
+
+/**
+ * What the call printed: open and growing while it runs (with its latest progress report), then
+ * folded (a closed <details>) once it ended, since the observation below is what the model got.
+ */
+function renderLiveOutput(entry: Extract<TraceEntry, { kind: "tool" }>): string {
+  const running = entry.state === "pending" || entry.state === "in_progress";
+  const text = entry.liveOutput;
+  const cut = entry.liveOutputTruncated ? " · cut at the daemon's limit" : "";
+  if (running) {
+    const progress = entry.progress === undefined ? "" : progressText(entry.progress);
+    const progressBlock = progress ? `<div class="progress">${escapeHtml(progress)}</div>` : "";
+    const printed = text ? `<pre>${escapeHtml(text)}</pre>` : "";
+    if (!progressBlock && !printed) return "";
+    return `<div class="live-output running"><div class="label">Printed so far</div>${printed}${progressBlock}</div>`;
+  }
+  if (!text) return "";
+  const lines = text.replace(/\n$/, "").split("\n").length;
+  const summary = `Printed output · ${lines} line${lines === 1 ? "" : "s"}${cut}`;
+  return (
+    `<details class="live-output" data-key="live-${escapeHtml(entry.toolCallId)}">` +
+    `<summary>${escapeHtml(summary)}</summary><pre>${escapeHtml(text)}</pre></details>`
+  );
 }
 
 const OBSERVATION_LABELS: Partial<Record<ToolCallState, string>> = { failed: "Error", rejected: "Rejected" };

@@ -9,6 +9,7 @@ import type {
   Observation,
   SessionStatus,
   StopReason,
+  ToolProgress,
   Update,
   UpdateParams,
   Usage,
@@ -36,6 +37,12 @@ export type TraceEntry =
       rawArguments: string;
       state: ToolCallState;
       observation?: Observation;
+      /** What the call printed while it ran (live only: a stored session replays none). */
+      liveOutput: string;
+      /** The call's latest progress report while it runs. */
+      progress?: ToolProgress;
+      /** The daemon stopped showing the printed output at its cap. */
+      liveOutputTruncated: boolean;
     }
   | { kind: "answer"; step: number; text: string }
   /** A follow-up the user sent (agent/prompt), from its `user_message_chunk`; `step` is the one that answers it. */
@@ -86,6 +93,8 @@ export function applyUpdate(trace: SessionTrace, step: number, update: Update): 
         arguments: update.arguments,
         rawArguments: update.rawArguments,
         state: "pending",
+        liveOutput: "",
+        liveOutputTruncated: false,
       });
       trace.status = "running";
       return;
@@ -94,6 +103,9 @@ export function applyUpdate(trace: SessionTrace, step: number, update: Update): 
       if (entry === undefined) return;
       entry.state = update.observation === undefined ? update.status : callState(update.observation);
       if (update.observation !== undefined) entry.observation = update.observation;
+      if (update.output !== undefined) entry.liveOutput += update.output.append;
+      if (update.progress !== undefined) entry.progress = update.progress;
+      if (update.liveOutputTruncated === true) entry.liveOutputTruncated = true;
       return;
     }
     case "usage_update":

@@ -19,6 +19,7 @@ import {
 import { modelPicker } from "../src/pickers";
 import { continuesConversation } from "../src/prompts";
 import { renderTrace } from "../src/render";
+import { commandItems } from "../src/slash";
 import { finalAnswer, statusLabel, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
 import { copyWorkspace, startDaemon, startReplay, waitFor, type DaemonConnection, type Replay } from "./harness";
 
@@ -381,5 +382,77 @@ describe("the model and permission-mode pickers", () => {
       assert.match(error.message, /not trusted/);
       return true;
     });
+  });
+});
+
+/** A workspace tool that prints 5 lines 0.3 s apart, holding after the third until a file named go exists (20 s at most). */
+const SLOW_PRINT = `"""A tool that prints while it runs."""
+
+import os
+import time
+
+
+def slow_print(lines: int = 5) -> str:
+    """Print numbered lines 0.3 s apart; after the third, wait (20 s at most) for a file named go.
+
+    Args:
+        lines: How many lines to print.
+    """
+    for n in range(1, lines + 1):
+        print(f"line {n}", flush=True)
+        deadline = time.monotonic() + (20 if n == 3 else 0.3)
+        while time.monotonic() < deadline and not (n == 3 and os.path.exists("go")):
+            time.sleep(0.05)
+    return f"printed {lines} lines"
+`;
+
+describe("live tool output and slash commands", () => {
+  let r: Rig;
+  before(async () => {
+    r = await rig([
+      { content: 'Thought: I will print.\nAction: slow_print\nAction Input: {"lines": 5}' },
+      { content: "Thought: It printed.\nFinal Answer: the tool said {last_observation}" },
+    ]);
+    fs.writeFileSync(path.join(r.workspace, "slow.py"), SLOW_PRINT);
+    await r.client.registerFile(path.join(r.workspace, "slow.py"));
+  });
+  after(() => closeRig(r));
+
+  test("what the tool prints grows under the running call, then folds; the observation is the return value", async () => {
+    const { sessionId } = await r.client.startSession("Print some lines");
+    const running = r.client.run(sessionId);
+    const call = () => tools(r.store.ensure(sessionId))[0];
+    // Bounded by the tool: it waits 20 s at most for "go" (under the daemon's 30 s tool timeout), so a daemon that shows nothing live ends the run first.
+    const first = await Promise.race([
+      waitFor((listener) => r.store.onDidChange(listener), () => call()?.liveOutput.includes("line 3") === true).then(() => "printed"),
+      running.then(() => "ended"),
+    ]);
+    assert.equal(first, "printed", `the third printed line showed before the run ended: ${JSON.stringify(call())}`);
+    assert.equal(call().state, "in_progress", "the tool is holding: the call still runs");
+    assert.equal(call().observation, undefined);
+    assert.equal(call().liveOutput, "line 1\nline 2\nline 3\n");
+    const live = renderTrace(r.store.get(sessionId)!);
+    assert.ok(live.includes('<div class="live-output running"><div class="label">Printed so far</div><pre>line 1\nline 2\nline 3\n</pre>'), live);
+    fs.writeFileSync(path.join(r.workspace, "go"), "");
+    const result = await running;
+    assert.equal(result.stopReason, "end_turn", r.daemon.stderr());
+    assert.equal(call().observation?.output, "printed 5 lines", "the model got the return value alone");
+    assert.equal(call().liveOutput, "line 1\nline 2\nline 3\nline 4\nline 5\n");
+    const done = renderTrace(r.store.get(sessionId)!);
+    assert.ok(done.includes(`<details class="live-output" data-key="live-${call().toolCallId}"><summary>Printed output · 5 lines</summary>`), done);
+    assert.ok(!done.includes("live-output running"), done);
+  });
+
+  test("the Ask box completes the daemon's commands; /tools answers without a model turn", async () => {
+    const commands = await r.client.listCommands();
+    assert.deepEqual(commandItems(commands, "/t").map((item) => item.label).sort(), ["/tools", "/trust"]);
+    assert.deepEqual(commandItems(commands, "/mo").map((item) => item.completion).sort(), ["/mode ", "/model "], "room for the argument");
+    assert.deepEqual(commandItems(commands, "/comp").map((item) => item.completion), ["/compact"]);
+    assert.deepEqual(commandItems(commands, "/model x"), [], "no completion once the argument starts");
+    const sessionId = r.store.all()[0].sessionId;
+    const answer = await r.client.prompt(sessionId, "/tools");
+    assert.equal(answer.command, "tools");
+    assert.ok(answer.commandOutput?.includes("slow_print"), answer.commandOutput);
+    assert.equal(answer.status, "finished", "the session's status, unchanged");
   });
 });

@@ -20,6 +20,7 @@ import {
 import { DEFAULT_PERMISSION_MODE, isPermissionMode, modeItems, modelPicker, modelStatusText, modeStatusText, PERMISSION_MODES, REFRESH_LABEL } from "../src/pickers";
 import { functionAtLine } from "../src/python";
 import { escapeHtml, FOLD_CHARS, renderTrace } from "../src/render";
+import { commandItems, commandNotice, onEnter } from "../src/slash";
 import { applyUpdate, DECLINED_PREFIX, finalAnswer, newTrace, statusLabel, type SessionTrace } from "../src/trace";
 
 describe("resolveLaunch", () => {
@@ -388,5 +389,59 @@ describe("the model and permission-mode pickers", () => {
     const noDaemon = modelPicker(undefined, "replay", "mini-agent was not found");
     assert.equal(noDaemon.placeholder, "The daemon could not list the models: mini-agent was not found.");
     assert.deepEqual(noDaemon.items.map((i) => i.label), ["replay", REFRESH_LABEL]);
+  });
+});
+
+describe("live tool output in the trace", () => {
+  const start = (trace: SessionTrace) =>
+    applyUpdate(trace, 0, { kind: "tool_call", toolCallId: "c1", name: "printer", arguments: {}, rawArguments: "{}", status: "pending" });
+  test("printed text accumulates under the running call, with its latest progress, then folds when it ends", () => {
+    const trace = newTrace("s1", "print");
+    start(trace);
+    applyUpdate(trace, 0, { kind: "tool_call_update", toolCallId: "c1", status: "in_progress", output: { append: "one\ntw" } });
+    applyUpdate(trace, 0, { kind: "tool_call_update", toolCallId: "c1", status: "in_progress", output: { append: "o <b>\n" } });
+    applyUpdate(trace, 0, { kind: "tool_call_update", toolCallId: "c1", status: "in_progress", progress: { message: "halfway", fraction: 0.5 } });
+    const running = renderTrace(trace);
+    assert.ok(running.includes('<div class="live-output running"><div class="label">Printed so far</div><pre>one\ntwo &lt;b&gt;\n</pre><div class="progress">halfway · 50%</div></div>'), running);
+    applyUpdate(trace, 0, {
+      kind: "tool_call_update", toolCallId: "c1", status: "completed", liveOutputTruncated: true,
+      observation: { toolCallId: "c1", toolName: "printer", output: "done", isError: false, truncated: false, elapsedMs: 5 },
+    });
+    const ended = renderTrace(trace);
+    assert.ok(!ended.includes("live-output running"), ended);
+    assert.ok(ended.includes('<details class="live-output" data-key="live-c1"><summary>Printed output · 2 lines · cut at the daemon&#39;s limit</summary><pre>one\ntwo &lt;b&gt;\n</pre></details>'), ended);
+  });
+  test("a call that printed nothing shows no output block", () => {
+    const trace = newTrace("s1", "quiet");
+    start(trace);
+    assert.ok(!renderTrace(trace).includes("live-output"));
+  });
+});
+
+describe("slash commands in the Ask box", () => {
+  const commands = [
+    { name: "compact", description: "Compact the context now" },
+    { name: "model", description: "Pick the model", input: { hint: "NAME" } },
+  ];
+  test("only a single word starting with / completes", () => {
+    assert.deepEqual(commandItems(commands, "/"), [
+      { label: "/compact", description: "Compact the context now", completion: "/compact" },
+      { label: "/model", description: "Pick the model (NAME)", completion: "/model " },
+    ]);
+    assert.deepEqual(commandItems(commands, "/m").map((item) => item.label), ["/model"]);
+    assert.deepEqual(commandItems(commands, "compact"), []);
+    assert.deepEqual(commandItems(commands, "/model large"), []);
+  });
+  test("Enter completes a highlighted command first, then sends", () => {
+    const [compact, model] = commandItems(commands, "/");
+    assert.deepEqual(onEnter("/co", compact), { complete: "/compact" });
+    assert.deepEqual(onEnter("/compact", compact), { send: "/compact" });
+    assert.deepEqual(onEnter("/mo", model), { complete: "/model " });
+    assert.deepEqual(onEnter("/model ", model), { send: "/model " });
+    assert.deepEqual(onEnter("count lines", undefined), { send: "count lines" });
+  });
+  test("a command's answer is a notice: a warning when it failed", () => {
+    assert.deepEqual(commandNotice({ command: "tools", commandOutput: "count_file_lines\n", ok: true }), { severity: "info", text: "Mini Agent /tools: count_file_lines" });
+    assert.deepEqual(commandNotice({ command: "mode", commandOutput: "unknown mode", ok: false }), { severity: "warning", text: "Mini Agent /mode failed: unknown mode" });
   });
 });

@@ -8,6 +8,7 @@ agent itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from acp.connection import Connection
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
+    CloseSessionResponse,
     DeleteSessionResponse,
     FileSystemCapabilities,
     Implementation,
@@ -33,6 +35,7 @@ from acp.schema import (
     PromptResponse,
     ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionDeleteCapabilities,
     SessionInfo,
     SessionInfoUpdate,
@@ -44,9 +47,10 @@ from acp.schema import (
 )
 
 from mini_agent import __version__
-from mini_agent.acp import editor_fs, updates
+from mini_agent.acp import checks, editor_fs, slash, updates
 from mini_agent.acp.transport import LineTransport
 from mini_agent.acp.trust_prompt import TrustPrompt
+from mini_agent.app import commands
 from mini_agent.app import config as workspace_config
 from mini_agent.core.contracts import StopReason
 from mini_agent.core.errors import AgentError, UnknownSession
@@ -62,9 +66,6 @@ log = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
 PAGE = 50
-MAX_CWD_CHARS = 4096  # PATH_MAX on Linux: a longer cwd cannot be opened
-CURSOR_DIGITS = 18  # a cursor is an offset SQLite can hold (below 2**63)
-SHOWN_CHARS = 80  # of a refused value, in the error message
 SHOWN_MODELS = 20  # of the choices, in the error message refusing a model
 STOP_NOTES = {
     StopReason.MAX_TURN_REQUESTS: "Stopped: this prompt used up its step budget ({max_steps} model turns).",
@@ -120,6 +121,7 @@ class MiniAgent:
                 list=SessionListCapabilities(),
                 resume=SessionResumeCapabilities(),
                 delete=SessionDeleteCapabilities(),
+                close=SessionCloseCapabilities(),
             ),
         )
         return InitializeResponse(
@@ -144,6 +146,8 @@ class MiniAgent:
         pair = await self._workspace(cwd)
         chat = self._adopt(new_session_id(), pair, started=False, mcp_servers=mcp_servers)
         options, modes = await self._config(chat)
+        # after the answer, which tells the client the session's id
+        asyncio.get_running_loop().call_soon(self._announce, chat)
         return NewSessionResponse(session_id=chat.session_id, config_options=options, modes=modes)
 
     async def load_session(
@@ -157,6 +161,7 @@ class MiniAgent:
         options, modes = await self._config(chat)
         for update in updates.history(events, client.kind_of, client.models):
             client.post(session_id, update)
+        self._announce(chat)
         return LoadSessionResponse(config_options=options, modes=modes)
 
     async def resume_session(
@@ -166,6 +171,7 @@ class MiniAgent:
         pair[0].runtime.resume(session_id)
         chat = self._adopt(session_id, pair, started=True, mcp_servers=mcp_servers)
         options, modes = await self._config(chat)
+        self._announce(chat)
         return ResumeSessionResponse(config_options=options, modes=modes)
 
     async def list_sessions(
@@ -173,7 +179,7 @@ class MiniAgent:
     ) -> ListSessionsResponse:
         """Newest first, `PAGE` at a time; the cursor is the offset of the next page."""
         pairs = [await self._workspace(cwd)] if cwd is not None else list(self._workspaces.values())
-        offset = _offset(cursor)
+        offset = checks.offset(cursor)
         infos: list[SessionInfo] = []
         more = False
         for workspace, _client in pairs:
@@ -181,6 +187,24 @@ class MiniAgent:
             more = more or offset + PAGE < total  # counted before unreadable rows are skipped
             infos += [info for row in rows if (info := _info(row, workspace.root)) is not None]
         return ListSessionsResponse(sessions=infos, next_cursor=str(offset + PAGE) if more else None)
+
+    async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
+        """Stop the session's work (its turn is cancelled, a prompt queued behind it answers
+        `cancelled`), wait for it, and let the session go: this connection stops following it and the
+        daemon frees it from memory. The store keeps it, so a later session/load takes it up again."""
+        chat = self._chat(session_id)
+        await self.cancel(session_id)
+        async with chat.turn:
+            self._chats.pop(session_id, None)
+            if chat.started:
+                with contextlib.suppress(UnknownSession):  # deleted meanwhile
+                    chat.workspace.close_session(session_id)
+        return CloseSessionResponse()
+
+    def _announce(self, chat: Chat) -> None:
+        """The slash commands, for the client's prompt box."""
+        if self._chats.get(chat.session_id) is chat:
+            chat.client.post(chat.session_id, updates.commands_update())
 
     async def delete_session(self, session_id: str, **_: Any) -> DeleteSessionResponse:
         chat = self._chats.pop(session_id, None)
@@ -205,23 +229,23 @@ class MiniAgent:
         chat = self._chat(session_id)
         if not isinstance(value, str):
             raise AgentError(f"configId {config_id!r} takes a value from its options, not {value!r}",
-                             config_id=_shown(config_id))
+                             config_id=checks.quoted(config_id))
         if config_id == updates.MODEL_OPTION:
             await self._configure(chat, model=await self._model(chat, value))
         elif config_id == updates.MODE_OPTION:
-            await self._configure(chat, mode=_mode(value, "value"))
+            await self._configure(chat, mode=checks.mode(value, "value"))
         else:
             raise AgentError(
-                f"unknown configId {_shown(config_id)}: this agent has {updates.MODEL_OPTION!r} and "
+                f"unknown configId {checks.quoted(config_id)}: this agent has {updates.MODEL_OPTION!r} and "
                 f"{updates.MODE_OPTION!r}",
-                config_id=_shown(config_id),
+                config_id=checks.quoted(config_id),
             )
         options, _modes = await self._config(chat)
         return SetSessionConfigOptionResponse(config_options=options)
 
     async def set_session_mode(self, mode_id: str, session_id: str, **_: Any) -> SetSessionModeResponse:
         """The legacy session modes: the same permission mode as the `mode` config option."""
-        await self._configure(self._chat(session_id), mode=_mode(mode_id, "modeId"))
+        await self._configure(self._chat(session_id), mode=checks.mode(mode_id, "modeId"))
         return SetSessionModeResponse()
 
     async def _configure(
@@ -242,8 +266,8 @@ class MiniAgent:
         if value == current or value in choices.models:
             return value
         offered = ", ".join(repr(m) for m in choices.models[:SHOWN_MODELS])
-        raise AgentError(f"model {_shown(value)} is not one to choose: the choices are {offered}",
-                         value=_shown(value))
+        raise AgentError(f"model {checks.quoted(value)} is not one to choose: the choices are {offered}",
+                         value=checks.quoted(value))
 
     def _current(self, chat: Chat) -> tuple[str, PermissionMode]:
         """The session's model and permission mode (the chosen or the default ones before it starts)."""
@@ -276,6 +300,8 @@ class MiniAgent:
             traceparent = meta.get("traceparent")
             chat.workspace.trace_parent(session_id, traceparent if isinstance(traceparent, str) else None)
             text = updates.prompt_text(prompt)
+            if commands.parse(text) is not None:
+                return await self._command(chat, text)
             begun = asyncio.ensure_future(self._begin(chat, text))
             chat.beginning = begun
             try:
@@ -309,6 +335,18 @@ class MiniAgent:
         if chat.beginning is not None:
             chat.beginning.cancel()
         chat.workspace.runtime.cancel(session_id)
+
+    async def _command(self, chat: Chat, text: str) -> PromptResponse:
+        """A slash command (`slash.run`): its words an agent message, no model turn."""
+
+        async def configure(model: str | None, mode: PermissionMode | None) -> None:
+            await self._configure(chat, model=await self._model(chat, model) if model else None, mode=mode)
+
+        session_id = chat.session_id
+        said = await slash.run(chat.workspace, session_id if chat.started else None, text, configure,
+                               lambda: self._current(chat), self._env)
+        chat.client.post(session_id, helpers.update_agent_message_text(said))
+        return PromptResponse(stop_reason="end_turn")
 
     async def _begin(self, chat: Chat, text: str) -> None:
         """The turn up to its first step: the task or the follow-up in the history, once the MCP
@@ -379,7 +417,7 @@ class MiniAgent:
         return follows
 
     async def _workspace(self, cwd: str) -> tuple[Workspace, AcpClient]:
-        root = _root(cwd)
+        root = checks.root(cwd)
         pair = self._workspaces.get(root)
         if pair is None:
             from mini_agent.acp.client import AcpClient  # the adapters load with the first workspace
@@ -405,6 +443,8 @@ _ACP_STOP: dict[StopReason, Any] = {
     StopReason.CANCELLED: "cancelled",
     StopReason.MAX_TURN_REQUESTS: "max_turn_requests",
     StopReason.LOOP_DETECTED: "max_turn_requests",
+    StopReason.MAX_TOKENS: "max_tokens",
+    StopReason.REFUSAL: "refusal",
 }
 
 
@@ -414,15 +454,6 @@ def _mcp_servers(raw: list[Any] | None) -> list[McpServer]:
     for server in dumped:
         server.pop("_meta", None)
     return parse_servers("mcpServers", dumped)
-
-
-def _mode(value: str, field_name: str) -> PermissionMode:
-    try:
-        return PermissionMode(value)
-    except ValueError:
-        modes = ", ".join(m.value for m in PermissionMode)
-        raise AgentError(f"{field_name} {_shown(value)} is not a permission mode: {modes}",
-                         value=_shown(value)) from None
 
 
 def _cancelling() -> bool:
@@ -448,35 +479,3 @@ def _info(row: SessionRow, root: Path) -> SessionInfo | None:
         log.warning("session/list skips session %r of %s: its stored row is unreadable (%s)",
                     row.session_id, root, exc)
         return None
-
-
-def _root(cwd: str) -> Path:
-    """The workspace folder `cwd` names, resolved; refused (-32602, naming cwd) unless it is one."""
-    shown = _shown(cwd)
-    if len(cwd) > MAX_CWD_CHARS:
-        raise AgentError(f"cwd is {len(cwd)} characters long; at most {MAX_CWD_CHARS}: {shown}", cwd=shown)
-    if "\x00" in cwd:
-        raise AgentError(f"cwd holds a NUL character: {shown}", cwd=shown)
-    root = Path(cwd)
-    if not root.is_absolute():
-        raise AgentError(f"cwd must be an absolute path, got {shown}", cwd=shown)
-    try:
-        if not root.is_dir():
-            raise AgentError(f"cwd {shown} is not a directory", cwd=shown)
-        return root.resolve()
-    except (OSError, RuntimeError) as exc:  # too long a name, a symlink loop, no permission
-        raise AgentError(f"cwd {shown} cannot be opened: {exc}", cwd=shown) from None
-
-
-def _shown(value: str) -> str:
-    """`value` quoted for an error message, cut to `SHOWN_CHARS`."""
-    return repr(value) if len(value) <= SHOWN_CHARS else repr(value[:SHOWN_CHARS]) + "…"
-
-
-def _offset(cursor: str | None) -> int:
-    if cursor is None:
-        return 0
-    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= CURSOR_DIGITS):
-        shown = _shown(cursor)
-        raise AgentError(f"cursor {shown} did not come from session/list", cursor=shown)
-    return int(cursor)

@@ -1,14 +1,18 @@
 """The core's events as ACP `session/update` payloads, and ACP prompt blocks as the user's words.
 
-Pure mapping, the ACP twin of `wire.update_body`: one `match` over the event types. The runtime's
-status changes have no ACP update (a turn's end is the `session/prompt` answer), so they map to None;
-a change of the session's configuration maps to two (`updates_for`): `config_option_update` and, for
-clients that know only the legacy session modes, `current_mode_update`. The session's configuration
-as ACP offers it (`config_options`, `mode_state`) is built here too.
+Pure mapping, the ACP twin of `wire.update_body`: one `match` over the event types. A status change
+that carries a message (a model request retried, the context compacted, an MCP server that failed)
+is a tool-call-shaped entry of kind `other`, titled by the message and completed at once, as other
+agents report compaction: it never mixes into the answer text. A status change without one has no
+ACP update (a turn's end is the `session/prompt` answer), nor has a failed turn's (its answer is the
+JSON-RPC error that quotes it). A change of the session's configuration maps to two (`updates_for`):
+`config_option_update` and, for clients that know only the legacy session modes, `current_mode_update`.
+The session's configuration as ACP offers it (`config_options`, `mode_state`) is built here too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, assert_never
@@ -16,6 +20,9 @@ from typing import Any, assert_never
 from acp import helpers
 from acp.schema import (
     AudioContentBlock,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
     ConfigOptionUpdate,
     CurrentModeUpdate,
     EmbeddedResourceContentBlock,
@@ -30,12 +37,15 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
     ToolCallLocation,
+    ToolCallStart,
     ToolCallUpdate,
     ToolKind,
+    UnstructuredCommandInput,
     UsageUpdate,
 )
 
-from mini_agent.core.contracts import Observation, TokenUsage, ToolCall, ToolSpec
+from mini_agent.app.commands import COMMANDS
+from mini_agent.core.contracts import Observation, StopReason, TokenUsage, ToolCall, ToolSpec
 from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
@@ -44,6 +54,7 @@ from mini_agent.core.events import (
     ThoughtChunk,
     ToolCallFinished,
     ToolCallPending,
+    ToolCallProgress,
     ToolCallStarted,
     UsageReported,
     UserTurn,
@@ -66,6 +77,7 @@ MODE_OPTION = "mode"
 MODEL_NOTE = "The model this session's next turns use."
 MODE_NOTE = "Which tool calls wait for your answer."
 TITLE_VALUE_CHARS = 60
+STATUS_ID_DIGITS = 12  # of the message's digest, in a status entry's tool call id
 
 
 EDITOR_KINDS: dict[str, ToolKind] = {"read_text_file": "read", "write_text_file": "edit"}
@@ -101,6 +113,8 @@ def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
             )
         case ToolCallStarted(call_id=call_id):
             return helpers.update_tool_call(call_id, status="in_progress")
+        case ToolCallProgress():
+            return live_update(event)
         case ToolCallFinished(observation=obs):
             return helpers.update_tool_call(
                 obs.call_id,
@@ -110,10 +124,23 @@ def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
             )
         case UsageReported(usage=step, total=total, used=used, size=size):
             return usage_update(step, total, used, size)
+        case StatusChanged(message=str() as message, stop_reason=reason) if reason is not StopReason.ERROR:
+            return status_entry(event.step, message)
         case StatusChanged() | ConfigChanged():  # a configuration change is `updates_for`'s
             return None
         case _:
             assert_never(event)
+
+
+def live_update(event: ToolCallProgress) -> Update:
+    """A running call's live output: ACP replaces a call's content, so all of it shown so far, then
+    the tool's latest progress report."""
+    blocks = [event.shown] if event.shown else []
+    if event.message is not None or event.fraction is not None:
+        done = f"{event.fraction:.0%}" if event.fraction is not None else ""
+        blocks.append(" ".join(part for part in (event.message, done) if part))
+    content = [helpers.tool_content(helpers.text_block(block)) for block in blocks]
+    return helpers.update_tool_call(event.call_id, status="in_progress", content=content)
 
 
 def updates_for(event: AgentEvent, kind_of: KindOf, models_of: ModelsOf) -> list[Update]:
@@ -128,6 +155,32 @@ def updates_for(event: AgentEvent, kind_of: KindOf, models_of: ModelsOf) -> list
         ]
     update = update_for(event, kind_of)
     return [update] if update is not None else []
+
+
+def status_entry(step: int, message: str) -> ToolCallStart:
+    """A status message as a completed tool call of kind `other` titled by it (its id from the step and
+    the message, so a replay gives the same one)."""
+    digest = hashlib.sha256(message.encode("utf-8", "replace")).hexdigest()[:STATUS_ID_DIGITS]
+    return helpers.start_tool_call(
+        f"status-{step}-{digest}", message, kind="other", status="completed", raw_input=None
+    )
+
+
+def commands_update() -> AvailableCommandsUpdate:
+    """The slash commands, as ACP clients list them in their prompt box."""
+    listed = [
+        AvailableCommand(
+            name=command.name,
+            description=command.description,
+            input=_input(command.hint),
+        )
+        for command in COMMANDS
+    ]
+    return AvailableCommandsUpdate(session_update="available_commands_update", available_commands=listed)
+
+
+def _input(hint: str | None) -> AvailableCommandInput | None:
+    return AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None
 
 
 def config_options(

@@ -351,6 +351,13 @@ class Workspace:
         self._mcp_releases.add(task)
         task.add_done_callback(self._mcp_releases.discard)
 
+    def close_session(self, session_id: str) -> None:
+        """Let a session that is not stepping go: its MCP servers, and the runtime's copy (the store
+        keeps it, to be loaded again)."""
+        self.runtime.close(session_id)
+        self._session_mcp.pop(session_id, None)
+        self._release_mcp(session_id)
+
     def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[SessionRow], int]:
         """Newest first; without a store, the sessions this process holds."""
         if self.store is None:

@@ -66,6 +66,7 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"
     LOOP_DETECTED = "loop_detected"
     MAX_TOKENS = "max_tokens"  # the request did not fit the model's context window, even compacted
+    REFUSAL = "refusal"  # the model server says the model refused (`refusal`, finish_reason content_filter)
     ERROR = "error"
 
 
@@ -165,7 +166,8 @@ class LLMResponse:
 
     `content` is the completion text exactly as received (what goes back into the history);
     `thought` the reasoning part; `final_answer` is set when the model answered; `format_error` is set
-    when a text reply started the ReAct protocol and broke it.
+    when a text reply started the ReAct protocol and broke it; `refusal` is set (and is the final
+    answer) when the server says the model refused.
     """
 
     content: str
@@ -176,6 +178,7 @@ class LLMResponse:
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
     tool_mode: ToolMode = "react"
+    refusal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ path emits, so an editor that opens a session late sees what it would have seen 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from mini_agent.core.contracts import Observation, SessionStatus, StopReason, TokenUsage, ToolCall
@@ -52,6 +53,21 @@ class ToolCallPending(Event):
 @dataclass(frozen=True, slots=True)
 class ToolCallStarted(Event):
     call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallProgress(Event):
+    """Live output of a running call, for the person watching (never stored, never replayed, never
+    shown to the model): `text` printed since the last one (may be empty), `shown` all of it so far,
+    the tool's latest progress report (`message`, `fraction` in 0..1). `truncated`: the call's shown
+    output reached its cap and `text` ends with the summary of what was left out."""
+
+    call_id: str
+    text: str = ""
+    message: str | None = None
+    fraction: float | None = None
+    truncated: bool = False
+    shown: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +122,26 @@ AgentEvent = (
     | AnswerChunk
     | ToolCallPending
     | ToolCallStarted
+    | ToolCallProgress
     | ToolCallFinished
     | UsageReported
     | StatusChanged
     | ConfigChanged
 )
 EventSink = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveUpdate:
+    """What a tool source reports about the call it runs, as `ToolCallProgress` carries it."""
+
+    text: str = ""
+    message: str | None = None
+    fraction: float | None = None
+    truncated: bool = False
+    shown: str = ""
+
+
+LiveSink = Callable[[LiveUpdate], None]
+# The running call's live sink: set by the stepper around each call, read by the tool sources.
+LIVE_SINK: ContextVar[LiveSink | None] = ContextVar("mini_agent_live_sink", default=None)

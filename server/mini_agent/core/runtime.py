@@ -16,8 +16,10 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mini_agent.core import budget
 from mini_agent.core.approvals import Approvals
 from mini_agent.core.book import SessionBook
+from mini_agent.core.context import ContextKeeper
 from mini_agent.core.contracts import (
     LLMConfig,
     Message,
@@ -30,7 +32,7 @@ from mini_agent.core.contracts import (
     plain_replies,
 )
 from mini_agent.core.errors import SessionBusy, UnknownTool
-from mini_agent.core.events import AgentEvent, ConfigChanged, EventSink, UserTurn
+from mini_agent.core.events import AgentEvent, ConfigChanged, EventSink, StatusChanged, UserTurn
 from mini_agent.core.flight import Flight
 from mini_agent.core.ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
 from mini_agent.core.session import (
@@ -73,6 +75,7 @@ class AgentRuntime:
         `formats` is the model adapter's word on each tool mode's replies."""
         self._formats = formats
         self._tools = tools
+        self._llm, self._probe = llm, probe  # for a compaction asked for between steps (`compact`)
         self._events = events
         self.defaults = defaults or AgentConfig()
         self._keys = {_server(url): key for url, key in (keys or {}).items()}
@@ -262,6 +265,49 @@ class AgentRuntime:
         session = self.get(session_id)
         self._approvals.decide(session, call_id, decision, reason)
         self._book.checkpoints.now(session)
+
+    async def compact(self, session_id: str) -> str:
+        """Compact the session's context now, as an overflow would (older turns summarised by the model,
+        the task and the latest turn kept), and say what was done. The compaction is kept on the last
+        step, so the next model turn starts from it; the stored history keeps everything. A session
+        stepping is busy; one that starts stepping while the summary is written keeps its context."""
+        session = self.get(session_id)
+        if self._stepping(session):
+            raise SessionBusy(session_id)
+        if not session.steps:
+            return "Nothing to compact: the session has had no model turn yet."
+        index = len(session.steps) - 1
+
+        def emit(event: AgentEvent) -> None:
+            if self._events is not None and isinstance(event, StatusChanged):
+                self._events(replace(event, status=session.status))
+
+        keeper = ContextKeeper(self._llm, self._probe, lambda event: None)
+        config = replace(session.config.llm, api_key=self._api_key(session))
+        request = await keeper.prepare(session, index, config, force=True)
+        if request.compaction is None:
+            return "Nothing to compact: every message is part of the latest turn."
+        if self._stepping(session) or len(session.steps) != index + 1:
+            raise SessionBusy(session_id, " (it started a turn while the summary was written)")
+        session.steps[index].compaction = request.compaction
+        session.touch()
+        self._book.checkpoints.now(session)
+        message = budget.describe(request.compaction, request.window)
+        emit(StatusChanged(session_id, index, session.status, message=message))
+        return message
+
+    def _stepping(self, session: AgentSession) -> bool:
+        stepping = (SessionStatus.RUNNING, SessionStatus.AWAITING_APPROVAL)
+        return self.is_busy(session.session_id) or session.status in stepping
+
+    def close(self, session_id: str) -> None:
+        """Let a session that is not stepping go from memory; the store keeps it, so it can be loaded
+        again (the door cancels its work and waits for it first)."""
+        session = self.get(session_id)
+        if self.is_busy(session_id):
+            raise SessionBusy(session_id)
+        self._book.checkpoints.now(session)
+        self.forget(session_id)
 
     # -- stepping -------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from mini_agent.core.approvals import Approvals, pending_for
 from mini_agent.core.budget import spent_on_context, too_long, window_use
@@ -28,13 +28,17 @@ from mini_agent.core.contracts import (
     ToolCall,
 )
 from mini_agent.core.events import (
+    LIVE_SINK,
     AgentEvent,
     AnswerChunk,
     EventSink,
+    LiveSink,
+    LiveUpdate,
     StatusChanged,
     ThoughtChunk,
     ToolCallFinished,
     ToolCallPending,
+    ToolCallProgress,
     ToolCallStarted,
     UsageReported,
 )
@@ -171,8 +175,9 @@ class Stepper:
         self._emit(UsageReported(sid, index, record.usage, session.usage, *window_use(record)))
         if answered(record):
             self._emit(AnswerChunk(sid, index, record.final_answer or ""))
-            record.stop_reason = StopReason.END_TURN
-            session.finish(StopReason.END_TURN, record.final_answer)
+            reason = StopReason.END_TURN if response.refusal is None else StopReason.REFUSAL
+            record.stop_reason = reason
+            session.finish(reason, record.final_answer)
         elif response.format_error is not None or not response.tool_calls:
             error = response.format_error or NO_ACTION
             observation = Observation(f"format-{index}", "", error, is_error=True)
@@ -253,7 +258,11 @@ class Stepper:
             if self._context.serves(session, call):
                 observation = self._context.read(session, record, call)
             else:
-                observation = await self._tools.execute(call, session_id=session.session_id)
+                live = LIVE_SINK.set(self._live(session.session_id, record.index, call.id))
+                try:
+                    observation = await self._tools.execute(call, session_id=session.session_id)
+                finally:
+                    LIVE_SINK.reset(live)
             self._observe(session, record, self._context.fit(session, record, observation))
 
         try:
@@ -322,6 +331,12 @@ class Stepper:
             return
         session.status = status
         self._emit(StatusChanged(session.session_id, len(session.steps), status))
+
+    def _live(self, session_id: str, index: int, call_id: str) -> LiveSink:
+        def sink(update: LiveUpdate) -> None:
+            self._emit(ToolCallProgress(session_id, index, call_id, **asdict(update)))
+
+        return sink
 
     def _emit(self, event: AgentEvent) -> None:
         if self._sink is not None:

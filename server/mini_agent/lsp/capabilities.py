@@ -43,6 +43,7 @@ METHODS = (
     "agent/untrustWorkspace",
     "agent/listModels",
     "agent/configureSession",
+    "agent/listCommands",
 )
 SERVER_NAME = "mini-agent"
 

@@ -28,7 +28,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_c
 from pygls.uris import to_fs_path
 
 from mini_agent import __version__
-from mini_agent.lsp import pygls_compat, session_config, trusting
+from mini_agent.lsp import pygls_compat, session_config, slash, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
 from mini_agent.lsp.progress import cancellable, progress, server_token
 from mini_agent.plumbing import jsoncodec
@@ -192,6 +192,7 @@ class AgentServer(LanguageServer):
 
 
 server = AgentServer()
+commands = slash.Commands(server)  # a prompt that is a slash command runs it (see `slash`)
 
 
 def _workspace_root(ls: AgentServer) -> Path:
@@ -308,6 +309,7 @@ async def list_tools(daemon: Workspace, p: object) -> dict[str, Any]:
 
 
 @method("agent/startSession", "StartSessionParams")
+@commands.first
 async def start_session(daemon: Workspace, p: StartSessionParams) -> dict[str, Any]:
     session = await daemon.start_session(
         p.task,
@@ -322,6 +324,7 @@ async def start_session(daemon: Workspace, p: StartSessionParams) -> dict[str, A
 
 
 @method("agent/prompt", "PromptParams")
+@commands.first
 async def prompt(daemon: Workspace, p: PromptParams) -> dict[str, Any]:
     """A follow-up user turn; agent/step or agent/run then go on from it."""
     daemon.trace_parent(p.session_id, p.traceparent)
@@ -429,6 +432,7 @@ async def delete_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
 
 method("agent/listModels", "ListModelsParams")(session_config.list_models)
 method("agent/configureSession", "ConfigureSessionParams")(session_config.configure_session)
+method("agent/listCommands", "Params")(slash.list_commands)
 trust_workspace, untrust_workspace = trusting.handlers(server)
 method("agent/trustWorkspace", "TrustParams")(trust_workspace)
 method("agent/untrustWorkspace", "Params")(untrust_workspace)

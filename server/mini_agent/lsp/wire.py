@@ -17,6 +17,7 @@ from mini_agent.core.events import (
     ThoughtChunk,
     ToolCallFinished,
     ToolCallPending,
+    ToolCallProgress,
     ToolCallStarted,
     UsageReported,
     UserTurn,
@@ -26,6 +27,20 @@ from mini_agent.store.sqlite import SessionRow
 
 if TYPE_CHECKING:
     from mini_agent.app.workspace import ModelChoices
+
+
+def live_update(event: ToolCallProgress) -> dict[str, Any]:
+    """A running call's live output: the printed text appended since the last, its latest progress."""
+    body: dict[str, Any] = {"kind": "tool_call_update", "toolCallId": event.call_id, "status": "in_progress"}
+    if event.text:
+        body["output"] = {"append": event.text}
+    reported = (("message", event.message), ("fraction", event.fraction))
+    progress = {key: value for key, value in reported if value is not None}
+    if progress:
+        body["progress"] = progress
+    if event.truncated:
+        body["liveOutputTruncated"] = True
+    return body
 
 
 def update_body(event: AgentEvent) -> dict[str, Any]:
@@ -47,6 +62,8 @@ def update_body(event: AgentEvent) -> dict[str, Any]:
             }
         case ToolCallStarted(call_id=call_id):
             return {"kind": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+        case ToolCallProgress():
+            return live_update(event)
         case ToolCallFinished(observation=obs):
             status = "failed" if obs.is_error else "completed"
             return {

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from mini_agent.core.contracts import MAX_OUTPUT_BYTES, TOOL_TIMEOUT_SEC, ToolOptions
 from mini_agent.plumbing import tracecontext
 from mini_agent.tools import protocol, reaper
+from mini_agent.tools.live import CaptureTail, LiveOutput
 from mini_agent.tools.protocol import CallRequest, CallResult, DescribedTool, LoadReply, LoadRequest
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -182,6 +183,7 @@ class _Worker:
         self.max_output = max_output
         self.loaded: dict[str, int] = {}  # path → the generation of the file this host has executed
         self.closed = False
+        self.live: LiveOutput | None = None  # the running call's, while someone watches it
         self.pid = transport.get_pid()  # the worker's, once it has said it is ready
         exited.done.add_done_callback(lambda _: reader.hang_up())
 
@@ -237,12 +239,38 @@ class _Worker:
         return await self.receive(reply, timeout)
 
     async def receive(self, reply: Callable[[dict[str, Any]], R], timeout: float) -> R:
+        """The reply, within `timeout`; progress frames before it go to the running call's `live`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         try:
-            return protocol.read(await self.reader.frame(timeout), reply)
+            while protocol.is_progress(frame := await self.reader.frame(deadline - loop.time())):
+                report = protocol.read(frame, protocol.Progress.of)
+                if self.live is not None:  # else a stray thread of an earlier call: dropped
+                    self.live.progress(report.message, report.fraction)
+            return protocol.read(frame, reply)
         except EOFError as exc:
             raise await self._died(await self._exit_description()) from exc
         except protocol.ProtocolError as exc:
             raise await self._died(f"the tool host broke the protocol ({exc})") from exc
+
+    @contextlib.asynccontextmanager
+    async def watched(self, live: LiveOutput | None) -> AsyncIterator[None]:
+        """While the body runs, what the call prints and reports streams to `live`."""
+        if live is None:
+            yield
+            return
+        os.ftruncate(self.log_fd, 0)  # the host is idle: the last request's logs go, this call's come
+        tail = CaptureTail(self.log_fd, live)
+        self.live = live
+        follower = asyncio.create_task(tail.follow())
+        try:
+            yield
+        finally:
+            follower.cancel()
+            self.live = None
+            if not self.closed:
+                tail.read()
+            live.close()
 
     def logs(self) -> str:
         """What the current request printed so far, read straight from the capture file."""
@@ -358,7 +386,8 @@ class ToolHost:
                 traceparent = tracecontext.TRACEPARENT.get()
                 request = CallRequest(key, function, tool_name, arguments, stale, traceparent)
                 try:
-                    reply = await worker.request(request, CallResult.of, timeout)
+                    async with worker.watched(LiveOutput.for_running_call()):
+                        reply = await worker.request(request, CallResult.of, timeout)
                 except TimeoutError:
                     logs = worker.logs()
                     await worker.stop()

@@ -19,6 +19,7 @@ import dataclasses
 import faulthandler
 import importlib.util
 import inspect
+import io
 import itertools
 import linecache
 import os
@@ -26,6 +27,7 @@ import re
 import resource
 import signal
 import sys
+import threading
 import traceback
 import types
 from collections.abc import Callable, Iterator
@@ -35,7 +37,7 @@ from typing import Any, BinaryIO
 
 from mini_agent.core.contracts import MAX_OUTPUT_BYTES
 from mini_agent.plumbing import tracecontext
-from mini_agent.tools import protocol, reaper
+from mini_agent.tools import progress, protocol, reaper
 from mini_agent.tools.protocol import CallRequest, CallResult, DescribedTool, LoadReply, LoadRequest, Request
 from mini_agent.tools.reflect import (
     ArgumentsError,
@@ -56,11 +58,12 @@ class LoadFailure(Exception):
 
 
 class Channel:
-    """Blocking frame I/O on the private pipe pair."""
+    """Blocking frame I/O on the private pipe pair; a tool's threads may send progress frames."""
 
     def __init__(self, read_fd: int, write_fd: int) -> None:
         self._in: BinaryIO = os.fdopen(read_fd, "rb")
         self._out = write_fd
+        self._sending = threading.Lock()  # one frame at a time: a tool's progress, or the reply
 
     def receive(self) -> dict[str, Any] | None:
         header = self._in.read(protocol.HEADER.size)
@@ -71,8 +74,12 @@ class Channel:
 
     def send(self, message: protocol.Message) -> None:
         view = memoryview(protocol.encode(message))
-        while view:
-            view = view[os.write(self._out, view) :]
+        with self._sending:
+            while view:
+                view = view[os.write(self._out, view) :]
+
+    def send_progress(self, message: str | None, fraction: float | None) -> None:
+        self.send(protocol.Progress(message, fraction))
 
 
 class Capture:
@@ -273,8 +280,12 @@ def main(argv: list[str] | None = None) -> int:
         # memories) does not count, so such programs still start under a tool.
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     faulthandler.enable()  # a segfault's traceback goes to fd 2, i.e. into the capture file
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True)  # a tool's prints reach its live output line by line
     sys.path.insert(0, os.getcwd())  # the workspace root: tools may import their sibling modules
     channel = Channel(args.request_fd, args.reply_fd)
+    progress.install(channel.send_progress)
     host = Host(Capture(args.log_fd, args.max_output), args.max_output, args.max_memory_mb)
     channel.send(protocol.Ready(os.getpid()))
     while (raw := channel.receive()) is not None:

@@ -184,7 +184,30 @@ class CallResult:
         return cls(raw["output"], bool(raw["isError"]), bool(raw.get("truncated")), raw["logs"])
 
 
-Message = Ready | LoadRequest | CallRequest | LoadReply | CallResult
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A running tool's own report (`tools.progress.report`), sent before the call's reply."""
+
+    message: str | None = None
+    fraction: float | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return {"op": "progress", "message": self.message, "fraction": self.fraction}
+
+    @classmethod
+    def of(cls, raw: dict[str, Any]) -> Progress:
+        message, fraction = raw.get("message"), raw.get("fraction")
+        return cls(
+            message if isinstance(message, str) else None,
+            float(fraction) if isinstance(fraction, int | float) else None,
+        )
+
+
+def is_progress(raw: dict[str, Any]) -> bool:
+    return raw.get("op") == "progress"
+
+
+Message = Ready | LoadRequest | CallRequest | LoadReply | CallResult | Progress
 M = TypeVar("M")
 
 

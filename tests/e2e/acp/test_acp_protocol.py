@@ -80,7 +80,7 @@ def test_initialize_advertises_what_is_implemented(agent: RawAgent) -> None:
     assert result["agentInfo"]["name"] == "mini-agent" and result["agentInfo"]["version"]
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True and caps["promptCapabilities"]["embeddedContext"] is True
-    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "delete": {}}
+    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "delete": {}, "close": {}}
     assert caps["mcpCapabilities"] == {"http": True, "sse": False}
 
 

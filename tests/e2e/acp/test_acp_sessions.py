@@ -91,7 +91,8 @@ def lasting(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for update in updates:
         kind = update["sessionUpdate"]
-        if kind in ("session_info_update", "usage_update") or update.get("status") == "in_progress":
+        session_wide = ("session_info_update", "usage_update", "available_commands_update")
+        if kind in session_wide or update.get("status") == "in_progress":
             continue
         if kind == "agent_thought_chunk" and out and out[-1]["sessionUpdate"] == kind:
             text_so_far = out[-1]["content"]["text"] + update["content"]["text"]
@@ -168,7 +169,8 @@ async def test_a_session_made_over_acp_is_listed_resumed_and_continued_over_lsp_
 
         async with acp_agent(workspace, OPENAI_BASE_URL=model.base_url) as (conn, _, recorder):
             await conn.resume_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
-            assert recorder.of(sid) == []  # resume replays nothing
+            kinds = [u["sessionUpdate"] for u in recorder.of(sid)]
+            assert kinds == ["available_commands_update"]  # resume replays nothing, only lists the commands
             # this SDK release's client side has no delete_session: its raw connection sends the request
             assert await conn._conn.send_request("session/delete", {"sessionId": sid}) == {}
             assert (await conn.list_sessions(cwd=str(workspace))).sessions == []

@@ -3,6 +3,7 @@
 --- Every action is asynchronous: it returns at once and reports through the trace buffer,
 --- notifications, `User` autocmds and, where given, an `on_done(err, result)` callback.
 local client = require('mini_agent.client')
+local commands = require('mini_agent.commands')
 local config = require('mini_agent.config')
 local picks = require('mini_agent.pick')
 local sessions = require('mini_agent.sessions')
@@ -90,6 +91,11 @@ local function start(daemon, root, task, opts, done)
       done(err)
       return
     end
+    if result.command then -- a slash command: the daemon answered it and started no session
+      commands.show(result.sessionId ~= vim.NIL and result.sessionId or nil, result)
+      done(nil, result)
+      return
+    end
     local session = sessions.track(result.sessionId, { task = task, root = root, status = result.status })
     conversations[root] = session.id
     trace.session_start(session.id, task)
@@ -115,9 +121,14 @@ function M.ask(task, opts)
       start(daemon, root, task, opts, done)
       return
     end
-    client.request(daemon, 'agent/prompt', { sessionId = session.id, text = task }, function(err)
+    client.request(daemon, 'agent/prompt', { sessionId = session.id, text = task }, function(err, result)
       if err then -- deleted, or stepping elsewhere: start afresh rather than fail the question
         start(daemon, root, task, opts, done)
+        return
+      end
+      if result and result.command then
+        commands.show(session.id, result)
+        done(nil, result)
         return
       end
       -- its header came with the daemon's user_message_chunk, before this answer
@@ -154,7 +165,8 @@ function M.ask_command(args)
     M.ask(M.task_with_range(args, args.args), opts)
     return
   end
-  vim.ui.input({ prompt = 'mini-agent task: ' }, function(input)
+  local completion = "customlist,v:lua.require'mini_agent.commands'.complete"
+  vim.ui.input({ prompt = 'mini-agent task: ', completion = completion }, function(input)
     if input and vim.trim(input) ~= '' then
       M.ask(M.task_with_range(args, input), opts)
     end

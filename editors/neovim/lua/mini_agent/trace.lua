@@ -4,6 +4,7 @@
 --- windows that show it follow the end unless the user has moved the cursor up in it. Long
 --- observations show their first lines and a "… N more lines" line that <CR> expands in place.
 --- The model's raw text sits in a closed fold: the parsed tool calls and answer say the same once.
+--- What a running tool prints grows under its call (`│ ` lines) and folds away once the call ends.
 local config = require('mini_agent.config')
 
 local api = vim.api
@@ -19,6 +20,7 @@ local HIGHLIGHTS = {
   MiniAgentThought = 'Comment',
   MiniAgentTool = 'Function',
   MiniAgentObservation = 'String',
+  MiniAgentLive = 'Comment',
   MiniAgentError = 'DiagnosticError',
   MiniAgentAnswer = 'Bold',
   MiniAgentUsage = 'NonText',
@@ -40,9 +42,16 @@ local STOPS = {
 ---@field last_sid string? the session the last lines belong to
 ---@field steps table<string, integer> per session, the last step with a header
 ---@field hidden table<integer, {lines: string[], hl: string}> folded observation lines, by extmark id
----@field raw {first: integer, last: integer}[] rows of raw model text (0-based, ascending), one fold each
+---@field raw {first: integer, last: integer, label: string?}[] folded rows (0-based, ascending): raw model
+---  text, and the printed output of calls that ended (`label` names the tool)
+---@field live table<string, {first: integer, last: integer}[]> "<session> <call id>" -> the rows its printed
+---  output took so far, while the call runs
 ---@field rejected table<string, string> "<session> <call id>" -> the verdict, for calls the user rejected
-local state = { buf = nil, stream = nil, last_sid = nil, steps = {}, hidden = {}, raw = {}, rejected = {} }
+local state = { buf = nil, stream = nil, last_sid = nil, steps = {}, hidden = {}, raw = {}, live = {}, rejected = {} }
+
+--- The prefix of a line a running tool printed, and of its progress reports.
+local LIVE_PREFIX = '    │ '
+local PROGRESS_PREFIX = '    ⋯ '
 
 function M.define_highlights()
   for group, link in pairs(HIGHLIGHTS) do
@@ -95,7 +104,7 @@ function M.buf()
   end
   local buf = api.nvim_create_buf(false, true)
   state.buf, state.stream, state.last_sid, state.steps, state.hidden, state.raw = buf, nil, nil, {}, {}, {}
-  state.rejected = {}
+  state.rejected, state.live = {}, {}
   pcall(api.nvim_buf_set_name, buf, BUF_NAME)
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
@@ -133,6 +142,11 @@ end
 ---@return string
 function M.foldtext()
   local count = vim.v.foldend - vim.v.foldstart + 1
+  for _, region in ipairs(state.raw) do
+    if region.first == vim.v.foldstart - 1 and region.label then
+      return ('▸ %s printed %d line%s (zo shows it)'):format(region.label, count, count == 1 and '' or 's')
+    end
+  end
   return ('▸ model text, %d line%s (zo shows it)'):format(count, count == 1 and '' or 's')
 end
 
@@ -340,6 +354,86 @@ function M.reject(sid, call_id, verdict)
   state.rejected[sid .. ' ' .. tostring(call_id)] = verdict
 end
 
+--- Rows first..last hold a call's printed output: they extend its open stretch, or start one.
+local function live_rows(key, first, last)
+  local stretches = state.live[key] or {}
+  state.live[key] = stretches
+  local open = stretches[#stretches]
+  if open and first >= open.first and first <= open.last + 1 then
+    open.last = math.max(open.last, last)
+  else
+    table.insert(stretches, { first = first, last = last })
+  end
+end
+
+--- What a running call printed, under it; text that did not end its line is continued by the next.
+local function live_output(sid, call_id, text)
+  if text == '' then
+    return
+  end
+  local key = sid .. ' ' .. tostring(call_id)
+  local pieces = vim.split(text, '\n', { plain = true })
+  local complete = pieces[#pieces] == ''
+  if complete then
+    table.remove(pieces)
+  end
+  local buf = M.buf()
+  local open = state.stream
+  if open and open.kind == 'live' and open.key == key and not open.complete then
+    local old_count = api.nvim_buf_line_count(buf)
+    local last = old_count - 1
+    local width = #api.nvim_buf_get_lines(buf, last, old_count, false)[1]
+    local new = vim.list_extend({ pieces[1] }, indent(vim.list_slice(pieces, 2), LIVE_PREFIX))
+    edit(buf, function()
+      api.nvim_buf_set_text(buf, last, width, last, width, new)
+    end)
+    local count = api.nvim_buf_line_count(buf)
+    highlight(buf, last, count - 1, 'MiniAgentLive')
+    live_rows(key, last, count - 1)
+    follow(buf, old_count)
+  else
+    local row = add(indent(pieces, LIVE_PREFIX), 'MiniAgentLive')
+    live_rows(key, row, row + #pieces - 1)
+  end
+  state.stream = { sid = sid, kind = 'live', key = key, complete = complete }
+end
+
+--- A running call's own progress report (a message, a fraction), as one line under it.
+local function live_progress(sid, call_id, progress)
+  local parts = {}
+  if type(progress.message) == 'string' and progress.message ~= '' then
+    table.insert(parts, progress.message)
+  end
+  if type(progress.fraction) == 'number' then
+    table.insert(parts, ('%d%%'):format(math.floor(progress.fraction * 100 + 0.5)))
+  end
+  if #parts > 0 then
+    local row = add({ PROGRESS_PREFIX .. table.concat(parts, ' · ') }, 'MiniAgentStatus')
+    live_rows(sid .. ' ' .. tostring(call_id), row, row)
+  end
+end
+
+--- The call ended: the rows it printed become closed folds in every window showing the trace.
+local function fold_live(sid, call_id, name)
+  local key = sid .. ' ' .. tostring(call_id)
+  local stretches = state.live[key]
+  state.live[key] = nil
+  if not stretches then
+    return
+  end
+  for _, stretch in ipairs(stretches) do
+    table.insert(state.raw, { first = stretch.first, last = stretch.last, label = name })
+  end
+  table.sort(state.raw, function(a, b)
+    return a.first < b.first
+  end)
+  for _, win in ipairs(vim.fn.win_findbuf(M.buf())) do
+    api.nvim_win_call(win, function()
+      vim.cmd('silent! normal! zx')
+    end)
+  end
+end
+
 --- Lines past the limit go behind a fold line whose extmark remembers them.
 local function observation(sid, obs)
   local hl = obs.isError and 'MiniAgentError' or 'MiniAgentObservation'
@@ -422,6 +516,16 @@ function M.update(sid, step, update)
   elseif kind == 'tool_call_update' and update.observation then
     header(sid, step)
     observation(sid, update.observation)
+    local name = update.observation.toolName
+    fold_live(sid, update.toolCallId, (name and name ~= '') and name or 'the tool')
+  elseif kind == 'tool_call_update' and (update.output or update.progress) then
+    header(sid, step)
+    if type(update.output) == 'table' and type(update.output.append) == 'string' then
+      live_output(sid, update.toolCallId, update.output.append)
+    end
+    if type(update.progress) == 'table' then
+      live_progress(sid, update.toolCallId, update.progress)
+    end
   elseif kind == 'agent_message_chunk' then
     header(sid, step)
     stream(sid, 'answer', update.text or '', 'MiniAgentAnswer', 'Answer: ')
@@ -475,9 +579,17 @@ function M.expand(row)
     if hidden then
       state.hidden[mark[1]] = nil
       api.nvim_buf_del_extmark(buf, ns_fold, mark[1])
+      local shift = #hidden.lines - 1
       for _, raw in ipairs(state.raw) do
         if raw.first > row then
-          raw.first, raw.last = raw.first + #hidden.lines - 1, raw.last + #hidden.lines - 1
+          raw.first, raw.last = raw.first + shift, raw.last + shift
+        end
+      end
+      for _, stretches in pairs(state.live) do
+        for _, stretch in ipairs(stretches) do
+          if stretch.first > row then
+            stretch.first, stretch.last = stretch.first + shift, stretch.last + shift
+          end
         end
       end
       edit(buf, function()

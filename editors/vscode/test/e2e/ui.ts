@@ -8,7 +8,8 @@
  *
  * e2e-code-server.sh starts code-server, the scripted model server and this script; the model plays
  * a run (count lines), its follow-up (Ask again: the same session, which the answer shows by quoting the
- * first turn's tool result), and, each in a New Conversation, a run that tries to delete a file (the
+ * first turn's tool result), a New Conversation whose tool prints while it runs (its lines show under the
+ * running call, then fold), the /tools command completed in the input box, and, each in a New Conversation, a run that tries to delete a file (the
  * user rejects it with Enter, having seen its arguments beside the picker) and one where the user points miniAgent.baseUrl at a dead server, meets
  * the error, fixes the URL and presses Retry; then the user picks the model in the status bar (the
  * next request names it, as the daemon's log shows) and "Ask before every tool call" (a read-only
@@ -136,6 +137,10 @@ interface TraceDom {
   labels: string[];
   /** The answers of turns before the latest and the follow-ups the user sent, in order: "Label: text". */
   turns: string[];
+  /** What running calls printed so far, one per call. */
+  printing: string[];
+  /** What ended calls printed: whether the fold is closed, its summary and the text in it. */
+  printed: { folded: boolean; summary: string; text: string }[];
   text: string;
 }
 
@@ -153,6 +158,12 @@ async function readTrace(frame: Frame): Promise<TraceDom> {
     badges: [...root.querySelectorAll(".tool .badge")].map((b) => b.textContent ?? ""),
     labels: [...root.querySelectorAll(".observation .label, .observation summary")].map((l) => l.textContent ?? ""),
     turns: [...root.querySelectorAll(".turn")].map((t) => `${t.querySelector(".label")?.textContent}: ${t.querySelector("pre")?.textContent}`),
+    printing: [...root.querySelectorAll(".live-output.running pre")].map((p) => p.textContent ?? ""),
+    printed: [...root.querySelectorAll("details.live-output")].map((d) => ({
+      folded: !(d as unknown as { open: boolean }).open,
+      summary: d.querySelector("summary")?.textContent ?? "",
+      text: d.querySelector("pre")?.textContent ?? "",
+    })),
     text: (root as unknown as { innerText: string }).innerText,
   }));
 }
@@ -279,6 +290,57 @@ async function main(): Promise<void> {
       const rows = await sessionRows(page);
       assert.equal(rows.length, 1, `no new session: ${JSON.stringify(rows)}`);
       console.log(`PASS follow-up: "${title}" → "${followed.answer}" in ${followed.sessionId}, steps ${followed.steps.join(", ")}; sessions view ${JSON.stringify(rows)}`);
+    });
+
+    await phase("live output", async () => {
+      await openFile(page, "slow.py");
+      await command(page, "Mini Agent: Register tools in this file");
+      await page.locator(".part.statusbar", { hasText: "registered slow_print" }).waitFor({ timeout: WAIT_MS });
+      assert.equal(await ask(page, "Print some lines", "Mini Agent: New Conversation"), "Mini Agent: Ask");
+      // slow_print holds after its third line until the file "go" exists: what shows before is live.
+      const running = await until("the printed lines under the running call", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.printing.some((text) => text.includes("line 3")) ? dom : undefined;
+      });
+      assert.deepEqual(running.badges, ["in progress"], "the call still runs");
+      assert.deepEqual(running.printing, ["line 1\nline 2\nline 3\n"]);
+      assert.equal(running.answer, null);
+      fs.writeFileSync(path.join(workspace, "go"), "");
+      const ended = await until("the answer after the printing call", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "done" && dom.answer !== null ? dom : undefined;
+      });
+      assert.equal(ended.answer, "the tool said printed 5 lines", "the model got the return value alone");
+      assert.deepEqual(ended.printing, [], "nothing runs any more");
+      assert.deepEqual(ended.printed, [
+        { folded: true, summary: "Printed output · 5 lines", text: "line 1\nline 2\nline 3\nline 4\nline 5\n" },
+      ], "the output folds once the call ended");
+      await checkNewSession(ended);
+      console.log(`PASS live output: ${JSON.stringify(running.printing[0])} while ${running.badges[0]}; then "${ended.printed[0].summary}" folded; answer "${ended.answer}"`);
+    });
+
+    await phase("slash command", async () => {
+      await clearToasts(page);
+      await command(page, "Mini Agent: Ask…");
+      await quickInput(page).locator(".quick-input-title", { hasText: "Mini Agent: Ask" }).waitFor({ timeout: WAIT_MS });
+      const input = quickInput(page).locator("input.input");
+      await input.fill("/t");
+      const offered = await until("the commands completing /t", async () => {
+        const labels = await quickInput(page).locator(".monaco-list-row .label-name").allTextContents();
+        return labels.length >= 2 ? labels.map((l) => l.trim()).sort() : undefined;
+      });
+      assert.deepEqual(offered, ["/tools", "/trust"]);
+      await quickInput(page).locator(".monaco-list-row", { hasText: "/tools" }).first().click();
+      await until("the box completed to /tools", async () => (await input.inputValue()) === "/tools");
+      await page.keyboard.press("Enter");
+      const answered = await until("the /tools answer", async () => {
+        const shown = await toasts(page);
+        return shown.find((toast) => toast.text.startsWith("Mini Agent /tools"));
+      });
+      assert.match(answered.text, /slow_print/, "the tools the model can call");
+      assert.equal((await sessionRows(page)).length, sessions.length, "a command starts no session");
+      await clearToasts(page);
+      console.log(`PASS slash command: /t offers ${offered.join(", ")}; /tools → ${JSON.stringify(answered.text.slice(0, 80))}`);
     });
 
     await phase("approval", async () => {

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import mcp_types as types
     from anyio.abc import Process
     from mcp.client.session import ClientSession, MessageHandlerFnT
+    from mcp.shared.dispatcher import ProgressFnT
 
 log = logging.getLogger("mini_agent.mcp")
 
@@ -89,9 +90,12 @@ class Connection:
             ) from exc
         return listing
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], on_progress: ProgressFnT | None = None
+    ) -> types.CallToolResult:
+        """Call `tool`; with `on_progress`, a progress token goes with it and each report is handed over."""
         assert self.session is not None  # started
-        return await self.session.call_tool(tool, arguments)
+        return await self.session.call_tool(tool, arguments, progress_callback=on_progress)
 
     async def relist(self) -> Listing:
         assert self.session is not None  # started

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.tools.live import LiveOutput
 from mini_agent.tools.mcp.config import McpServer
 from mini_agent.tools.mcp.connection import MAX_TOOLS, Connection, Listing, StartFailed
 from mini_agent.tools.mcp.convert import SchemaRefused, inline_refs, result_text, tool_name
@@ -36,6 +37,9 @@ log = logging.getLogger("mini_agent.mcp")
 
 Report = Callable[[str, str], None]  # (session id, message): a status line for one session
 MAX_DESCRIPTION_CHARS = 4096  # of a tool's description; a longer one is cut
+# A call that keeps reporting progress may run this many times its timeout (each report restarts the
+# timeout, never past the cap); one that stops reporting is cut when its timeout runs out.
+MAX_TIMEOUT_FACTOR = 10
 __all__ = ["McpSource", "StartFailed"]
 
 
@@ -142,17 +146,20 @@ class McpSource:
         except StartFailed as exc:
             self._report(session_id, str(exc))
             return CallResult(str(exc), True)
+        watch = _Watch(timeout, LiveOutput.for_running_call())
         try:
-            async with asyncio.timeout(timeout):  # cancelling the request sends notifications/cancelled
-                result = await connection.call(tool.remote, call.arguments)
+            async with asyncio.timeout(timeout) as watch.limit:  # cancelling it sends notifications/cancelled
+                result = await connection.call(tool.remote, call.arguments, watch.progressed)
         except TimeoutError:
-            return CallResult(f"{call.name} timed out after {timeout:g} s", True)
+            return CallResult(f"{call.name} {watch.timed_out()}", True)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 return CallResult(await self._lose(server, connection, session_id), True)
             return CallResult(
                 f"{call.name} failed on MCP server '{server.config.name}': {exc.error.message}", True
             )
+        finally:
+            watch.close()
         output, truncated = cap_text(result_text(result), self._max_output)
         return CallResult(output, bool(result.is_error), truncated)
 
@@ -313,3 +320,42 @@ def _hints(annotations: types.ToolAnnotations | None) -> dict[str, bool]:
         return {}
     given = annotations.model_dump(by_alias=True, exclude_none=True)
     return {name: value for name, value in given.items() if isinstance(value, bool)}
+
+
+class _Watch:
+    """One MCP call's timeout, restarted by each progress report up to `MAX_TIMEOUT_FACTOR` times
+    the timeout, and its reports passed on as live output."""
+
+    def __init__(self, timeout: float, live: LiveOutput | None) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._timeout = timeout
+        self._cap = timeout * MAX_TIMEOUT_FACTOR
+        self._hard = self._loop.time() + self._cap
+        self._live = live
+        self._reports = 0
+        self.limit: asyncio.Timeout | None = None
+
+    async def progressed(self, progress: float, total: float | None, message: str | None) -> None:
+        self._reports += 1
+        if self.limit is not None:
+            self.limit.reschedule(min(self._loop.time() + self._timeout, self._hard))
+        if self._live is not None:
+            fraction = progress / total if total else None
+            if message is None and fraction is None:
+                message = f"progress {progress:g}"
+            self._live.progress(message, fraction)
+
+    def timed_out(self) -> str:
+        """Why the call was cut, for the model and the user."""
+        if self._reports and self._loop.time() >= self._hard:
+            return (
+                f"timed out after {self._cap:g} s: it kept reporting progress, and a call that does "
+                f"runs at most {MAX_TIMEOUT_FACTOR} times its timeout of {self._timeout:g} s"
+            )
+        if self._reports:
+            return f"timed out: no progress report for {self._timeout:g} s"
+        return f"timed out after {self._timeout:g} s"
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.close()

@@ -1,0 +1,48 @@
+"""The slash commands on the ACP door: `app.commands` run with what ACP does its own way (a model
+checked against the offered ones, a folder trusted and remembered as the trust prompt's "always"
+does). The answer is the words the agent message shows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from mini_agent.app import commands
+from mini_agent.app import config as workspace_config
+from mini_agent.app import trust as trust_store
+
+if TYPE_CHECKING:
+    from mini_agent.app.workspace import Workspace
+
+
+async def run(
+    workspace: Workspace,
+    session_id: str | None,
+    text: str,
+    configure: commands.Configure,
+    current: commands.Current,
+    env: Mapping[str, str],
+) -> str:
+    """Run the command `text` names (the caller checked that it names one): its words, which say why
+    when it could not be done. `session_id` is None before the session's first prompt."""
+
+    async def trust() -> list[str]:
+        return await trust_folder(workspace, env)
+
+    outcome = await commands.run(workspace, session_id, text, commands.Door(trust, configure, current))
+    assert outcome is not None, text
+    return outcome.text
+
+
+async def trust_folder(workspace: Workspace, env: Mapping[str, str]) -> list[str]:
+    """`/trust`: the folder trusted in this agent and recorded in the trust store; the problems met."""
+    request, root = {"workspaceTrusted": True}, workspace.root
+    options, config = await asyncio.to_thread(workspace_config.resolve, root, request, dict(env))
+    problems: list[str] = []
+    try:
+        await asyncio.to_thread(trust_store.remember, root, config)
+    except (OSError, ValueError) as exc:
+        problems.append(f"trusted for this agent only; it could not be remembered: {exc}")
+    workspace.config = config
+    return problems + await workspace.trust(options)

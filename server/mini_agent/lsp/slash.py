@@ -1,0 +1,94 @@
+"""The LSP door's slash commands: `agent/listCommands`, and `Commands.first`, which answers an
+`agent/prompt` or `agent/startSession` whose text is a command by running it (`app.commands`) instead
+of the handler.
+
+Standard library only at import: `server` imports this module before anything else loads."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
+    from mini_agent.app.workspace import Workspace
+    from mini_agent.core.session import PermissionMode
+
+Handler = Callable[["Workspace", Any], Awaitable[Any]]
+
+
+async def list_commands(daemon: Workspace, p: object) -> dict[str, Any]:
+    """The commands, for a prompt box to offer: name (without the `/`), description, input hint."""
+    from mini_agent.app.commands import COMMANDS
+
+    listed: list[dict[str, Any]] = []
+    for command in COMMANDS:
+        entry: dict[str, Any] = {"name": command.name, "description": command.description}
+        if command.hint is not None:
+            entry["input"] = {"hint": command.hint}
+        listed.append(entry)
+    return {"commands": listed}
+
+
+class Commands:
+    """The commands of server `ls` (its `initializationOptions` are re-read as trusted by `/trust`)."""
+
+    def __init__(self, ls: LanguageServer) -> None:
+        self._ls = ls
+
+    def first(self, handler: Handler) -> Handler:
+        """`handler`, unless its params' text (`text`, or a new session's `task`) is a command."""
+
+        async def handle(daemon: Workspace, p: Any) -> Any:
+            text = str(getattr(p, "text", None) or getattr(p, "task", ""))
+            answer = await self.answer(daemon, getattr(p, "session_id", None), text)
+            return answer if answer is not None else await handler(daemon, p)
+
+        return handle
+
+    async def answer(self, daemon: Workspace, session_id: str | None, text: str) -> dict[str, Any] | None:
+        """`{sessionId, status, command, commandOutput, ok}` when `text` is a command; else None."""
+        from mini_agent.app import commands
+
+        if commands.parse(text) is None:
+            return None
+        session = daemon.runtime.get(session_id) if session_id is not None else None  # unknown: -32602
+        door = commands.Door(lambda: self._trust(daemon))
+        if session_id is not None:
+            door = commands.Door(door.trust, _configure(daemon, session_id), _current(daemon, session_id))
+        outcome = await commands.run(daemon, session_id, text, door)
+        assert outcome is not None  # parsed above
+        return {
+            "sessionId": session_id,
+            "status": session.status.value if session is not None else None,
+            "command": outcome.command,
+            "commandOutput": outcome.text,
+            "ok": outcome.ok,
+        }
+
+    async def _trust(self, daemon: Workspace) -> list[str]:
+        """As `agent/trustWorkspace {}`: its problems go to the user as `window/showMessage`."""
+        from mini_agent.lsp import trusting
+        from mini_agent.lsp.params import TrustParams
+
+        trust_workspace, _untrust = trusting.handlers(self._ls)
+        await trust_workspace(daemon, TrustParams())
+        return []
+
+
+def _configure(
+    daemon: Workspace, session_id: str
+) -> Callable[[str | None, PermissionMode | None], Awaitable[None]]:
+    async def configure(model: str | None, mode: PermissionMode | None) -> None:
+        daemon.configure_session(session_id, model=model, permission_mode=mode)
+
+    return configure
+
+
+def _current(daemon: Workspace, session_id: str) -> Callable[[], tuple[str, PermissionMode]]:
+    def current() -> tuple[str, PermissionMode]:
+        config = daemon.runtime.get(session_id).config
+        return config.llm.model, config.permission_mode
+
+    return current
