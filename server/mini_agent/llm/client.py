@@ -64,6 +64,8 @@ from mini_agent.plumbing import jsoncodec
 
 log = logging.getLogger(__name__)
 
+FILTERED = "The model server withheld the reply (finish_reason: content_filter)."
+
 # What auto mode tries, in order; a server that refuses one is asked in the next, and that is remembered.
 _AUTO_ORDER: tuple[ToolMode, ...] = ("native", "json", "react")
 
@@ -388,6 +390,9 @@ def _as_react(done: Completion, streamed: Sink) -> LLMResponse | None:
 
 
 def _text_response(done: Completion, turn: react.ReactTurn, mode: ToolMode) -> LLMResponse:
+    refused = _refused(done, mode)
+    if refused is not None:
+        return refused
     return LLMResponse(
         content=done.text,
         thought=turn.thought,
@@ -408,6 +413,9 @@ def _native_response(
     final_answer: str | None = None,
     format_error: str | None = None,
 ) -> LLMResponse:
+    refused = _refused(done, "native")
+    if refused is not None:
+        return refused
     return LLMResponse(
         content=done.text,
         thought=thought,
@@ -417,6 +425,23 @@ def _native_response(
         usage=done.usage,
         finish_reason=done.finish_reason,
         tool_mode="native",
+    )
+
+
+def _refused(done: Completion, mode: ToolMode) -> LLMResponse | None:
+    """A reply the server marks as the model's refusal (OpenAI's `refusal`, or finish_reason
+    `content_filter` as OpenAI, Azure and vLLM's guardrails send it): its words are the final answer,
+    whatever mode asked; None for any other reply."""
+    if done.refusal is None and done.finish_reason != "content_filter":
+        return None
+    words = done.refusal or done.text.strip() or FILTERED
+    return LLMResponse(
+        content=done.text,
+        final_answer=words,
+        usage=done.usage,
+        finish_reason=done.finish_reason,
+        tool_mode=mode,
+        refusal=words,
     )
 
 

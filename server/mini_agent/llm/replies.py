@@ -32,6 +32,7 @@ class Completion:
     calls: list[RawCall]
     usage: TokenUsage
     finish_reason: str | None
+    refusal: str | None = None  # OpenAI's `refusal`: the model declined, in its words
 
 
 class StreamCut(Exception):
@@ -72,6 +73,7 @@ class _StreamAssembler:
         self._max_pieces = max_pieces
         self._pieces = 0
         self._text: list[str] = []
+        self._refusal: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._usage = TokenUsage()
         self._finish: str | None = None
@@ -110,7 +112,8 @@ class _StreamAssembler:
             for _, slot in sorted(self._calls.items())
         ]
         finish = "stop" if self._scanner.stopped else self._finish
-        return Completion("".join(self._text), calls, self._usage, finish)
+        refusal = "".join(self._refusal) if self._refusal else None
+        return Completion("".join(self._text), calls, self._usage, finish, refusal)
 
     def _count_piece(self) -> None:
         """Servers stream at least one token per piece, so more pieces than `max_tokens` means the
@@ -127,6 +130,8 @@ class _StreamAssembler:
         if isinstance(delta.get("content"), str) and delta["content"]:
             self._count_piece()
             self._emit(self._scanner.feed(delta["content"]))
+        if isinstance(delta.get("refusal"), str):
+            self._refusal.append(delta["refusal"])
         for piece in delta.get("tool_calls") or []:
             self._take_call(piece)
         if choice.get("finish_reason"):
@@ -217,7 +222,9 @@ def read_whole(raw: bytes, stops: Sequence[str]) -> Completion:
     text, stopped = cut_at_stop(message.get("content") or "", stops)
     calls = [_raw_call(c) for c in message.get("tool_calls") or []]
     finish = "stop" if stopped else choice.get("finish_reason")
-    return Completion(text, calls, _usage(data.get("usage")), finish)
+    refusal = message.get("refusal")
+    usage = _usage(data.get("usage"))
+    return Completion(text, calls, usage, finish, refusal if isinstance(refusal, str) else None)
 
 
 def _raw_call(call: dict[str, Any]) -> RawCall:

@@ -358,3 +358,28 @@ async def test_the_overall_deadline_ends_a_stream_of_keep_alives() -> None:
     with pytest.raises(LLMError) as caught:
         await client(transport).generate(HISTORY, [], settings(request_timeout_sec=0.3))
     assert "took more than 0.3 s in all" in str(caught.value)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("tool_mode", ["react", "native", "json"])
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_refusal_is_the_final_answer_in_its_own_words(tool_mode: str, stream: bool) -> None:
+    words = "I can't help with that."
+    if stream:
+        reply = FakeReply(200, events({"refusal": "I can't "}, {"refusal": "help with that."}),
+                          content_type="text/event-stream")
+    else:
+        body = {"choices": [{"message": {"content": None, "refusal": words}, "finish_reason": "stop"}]}
+        reply = FakeReply(200, json.dumps(body).encode())
+    response = await client(FakeTransport.replying(reply)).generate(
+        HISTORY, [ADD], settings(tool_mode=tool_mode, stream=stream), lambda _: None
+    )
+    assert (response.refusal, response.final_answer, response.tool_calls) == (words, words, ())
+    assert response.format_error is None
+
+
+@pytest.mark.asyncio
+async def test_a_filtered_reply_is_a_refusal_that_says_so() -> None:
+    transport = FakeTransport.replying(whole("", finish="content_filter"))
+    response = await client(transport).generate(HISTORY, [], settings(stream=False), lambda _: None)
+    assert response.refusal == response.final_answer and "content_filter" in (response.refusal or "")
