@@ -46,6 +46,7 @@ EXPECTED = {
     "demo": r"answer schema\.py has \d+ non-empty lines",
     "tools": r'"name": "count_file_lines"',
     "sessions": r"sess_[0-9a-f]+",
+    "models": r"(?m)^\* \S+",  # the current model, marked
     "python": r"schema\.py has \d+ lines",
 }
 # A client program runs as written, with top-level `async with` / `await` allowed (as in
