@@ -52,12 +52,17 @@ def _daemonized() -> int:
                 return int(entry)
     raise RuntimeError("the grandchild vanished")
 
+def _publish(pid_file: str, pids: list) -> None:
+    """Whole or not at all: the test waits for the file to exist, then reads it."""
+    Path(pid_file + ".part").write_text(json.dumps(pids))
+    os.replace(pid_file + ".part", pid_file)
+
 def leave_behind(pid_file: str) -> str:
-    Path(pid_file).write_text(json.dumps([_detached(), _daemonized()]))
+    _publish(pid_file, [_detached(), _daemonized()])
     return "left"
 
 def hang(pid_file: str) -> None:
-    Path(pid_file).write_text(json.dumps([os.getpid(), _detached(), _daemonized()]))
+    _publish(pid_file, [os.getpid(), _detached(), _daemonized()])
     time.sleep(300)
 
 def die_holding_the_pipe(pid_file: str) -> None:
@@ -66,7 +71,7 @@ def die_holding_the_pipe(pid_file: str) -> None:
     if child == 0:
         time.sleep(300)
         os._exit(0)
-    Path(pid_file).write_text(json.dumps([os.getpid(), child]))
+    _publish(pid_file, [os.getpid(), child])
     os.kill(os.getpid(), 9)
 
 def hog(mb: int) -> str:
