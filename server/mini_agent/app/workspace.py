@@ -65,6 +65,7 @@ class Workspace:
         self.options = options
         self.config = config or WorkspaceConfig()
         self.client = client
+        self._scoping = client if isinstance(client, Scoping) else None  # checked once: costly per call
         self.trusted = options.workspace_trusted
         self.unloaded: list[HeldRegistration] = []  # stored registrations not imported: not trusted
         self.store_error: str | None = None
@@ -434,7 +435,7 @@ class Workspace:
     def ask_for(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Ask:
         """The core's `CallPolicy`: a call the client says reaches outside the workspace is asked
         every time (`scope.ask_for`)."""
-        where = self.client.scope(call) if isinstance(self.client, Scoping) else None
+        where = self._scoping.scope(call) if self._scoping is not None else None
         return scope.ask_for(spec, where)
 
     async def aclose(self) -> None:

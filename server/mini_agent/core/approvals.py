@@ -58,6 +58,8 @@ class Approvals:
         self._tools = tools
         self._store = store
         self._approver = approver
+        # asked once: an isinstance against a runtime-checkable protocol costs more than a whole call
+        self._policy = approver if isinstance(approver, CallPolicy) else None
         self._spawn = spawn
         self._decided = decided
         self._wakes: dict[str, asyncio.Event] = {}  # sessions whose step waits for a decision
@@ -82,8 +84,8 @@ class Approvals:
     def ask_for(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Ask:
         """How `call` is decided: the approver's word (`CallPolicy`), else the tool's, as the session's
         permission mode takes it."""
-        if isinstance(self._approver, CallPolicy):
-            ask = self._approver.ask_for(session, call, spec)
+        if self._policy is not None:
+            ask = self._policy.ask_for(session, call, spec)
         else:
             ask = Ask.UNLESS_STANDING if spec.requires_approval else Ask.NEVER
         standing = session.standing_decisions.get(call.name)
