@@ -4,8 +4,8 @@ As Python tools do it: a `[tool.mini-agent]` table in `pyproject.toml`, or the s
 `.mini-agent/config.toml`, which wins when both exist (a whole-file choice, not a merge: one place
 says what the workspace wants). Keys are snake_case. Never an API key, anywhere in the table (an
 `api_key`, an MCP server's `Authorization` header or `*_API_KEY` variable): that comes from the
-environment (`OPENAI_API_KEY`) or the client, because workspace files get committed and shared. A file
-larger than `MAX_FILE_BYTES` is refused unread.
+environment (`OPENAI_API_KEY`) or the client, because workspace files get committed and shared.
+`app.workspace_file` finds the file and reads it (a file larger than `MAX_FILE_BYTES` is refused unread).
 
 Precedence, most specific first: the request (or `initializationOptions`), this file, the
 environment (`OPENAI_BASE_URL`, `MINI_AGENT_MODEL`), the defaults. A workspace that is not trusted
@@ -22,7 +22,6 @@ always have (`params.InitOptions`).
 from __future__ import annotations
 
 import logging
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.alias_generators import to_camel
 
-from mini_agent.app import trust
+from mini_agent.app import trust, workspace_file
 from mini_agent.app.options import InitOptions, llm_fields
 from mini_agent.core.contracts import LLMConfig
 from mini_agent.core.errors import AgentError
@@ -39,9 +38,7 @@ from mini_agent.core.strict import parse
 
 log = logging.getLogger(__name__)
 
-CONFIG_FILE = Path(".mini-agent") / "config.toml"
-PYPROJECT = "pyproject.toml"
-MAX_FILE_BYTES = 1 << 20  # a larger workspace file is refused unread: parsing it would hold the daemon up
+MAX_FILE_BYTES = workspace_file.MAX_FILE_BYTES
 # Names that hold a secret: a key `api_key` (any spelling: apiKey, api-key) anywhere in the table, and an
 # MCP server's header or variable (`{name, value}`) named so, or `Authorization`.
 _SECRET_NAMES = ("apikey",)
@@ -97,34 +94,11 @@ class WorkspaceConfig:
 
 def load(root: Path) -> WorkspaceConfig:
     """The workspace's configuration; a missing file is an empty one, a broken one a ConfigError."""
-    own = root / CONFIG_FILE
-    if own.is_file():
-        return _parse(_read(own), str(own), "")
-    pyproject = root / PYPROJECT
-    if pyproject.is_file():
-        table = _read(pyproject).get("tool", {}).get("mini-agent")
-        if table is not None:
-            if not isinstance(table, dict):
-                raise ConfigError(f"{pyproject}: [tool.mini-agent] must be a table")
-            return _parse(table, str(pyproject), "tool.mini-agent.")
-    return WorkspaceConfig()
-
-
-def _read(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it: {exc}", file=str(path)) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ConfigError(
-            f"{path}: larger than {MAX_FILE_BYTES} bytes, the most a workspace file may hold; it is not read",
-            file=str(path),
-        )
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
-        raise ConfigError(f"{path}: cannot read it as TOML: {exc}", file=str(path)) from None
+        found = workspace_file.find(root)
+    except workspace_file.Unreadable as exc:
+        raise ConfigError(str(exc), file=exc.file) from None
+    return WorkspaceConfig() if found is None else _parse(found.table, found.source, found.prefix)
 
 
 def _secrets(table: Mapping[str, Any], prefix: str) -> Iterator[str]:

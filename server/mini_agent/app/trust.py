@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mini_agent.app import workspace_file
+
 if TYPE_CHECKING:
     import logging
 
-# hashlib, tempfile, tomllib and logging are imported where they are used: `initialize` is answered
+# hashlib, tempfile and logging are imported where they are used: `initialize` is answered
 # before any of them is needed (a folder without a workspace file needs none).
 
 STATE_DIR_ENV = "MINI_AGENT_STATE_DIR"
@@ -36,10 +38,6 @@ STORE_VERSION = 1
 MAX_STORE_BYTES = 4 << 20  # a larger trust file is read as empty: nothing is trusted from it
 MAX_FOLDERS = 10_000  # remembered folders; remembering one more forgets the oldest
 MAX_HASHED_BYTES = 64 << 20  # of each tool file: a larger one is hashed this far, and its size noted
-# The workspace files `app.config` reads, the same way (read here without validation: see `read_runs`).
-CONFIG_FILE = Path(".mini-agent") / "config.toml"
-PYPROJECT = "pyproject.toml"
-MAX_CONFIG_BYTES = 1 << 20
 
 
 class Configured(Protocol):
@@ -266,29 +264,11 @@ def _strings(value: Any) -> bool:
 
 
 def _raw_table(root: Path) -> dict[str, Any] | None:
-    own, pyproject = root / CONFIG_FILE, root / PYPROJECT
     try:
-        if own.is_file():
-            return _toml(own)
-        if pyproject.is_file():
-            table = (_toml(pyproject) or {}).get("tool", {}).get("mini-agent", {})
-            return table if isinstance(table, dict) else None
-    except (OSError, AttributeError):
+        found = workspace_file.find(root)
+    except (workspace_file.Unreadable, OSError):
         return None
-    return {}
-
-
-def _toml(path: Path) -> dict[str, Any] | None:
-    import tomllib
-
-    with path.open("rb") as file:
-        data = file.read(MAX_CONFIG_BYTES + 1)
-    if len(data) > MAX_CONFIG_BYTES:
-        return None
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
-        return None
+    return {} if found is None else found.table
 
 
 def held_back_note(root: Path, words: Iterable[str]) -> str:
