@@ -3,6 +3,9 @@ real stdio, recording every session/update and answering permission requests as 
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -21,7 +24,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from .daemon import daemon_env
+from .daemon import ROOT, daemon_env
 
 AGENT = (sys.executable, "-m", "mini_agent", "acp")
 
@@ -110,3 +113,23 @@ def calls(updates: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 def said(updates: list[dict[str, Any]], kind: str = "agent_message_chunk") -> str:
     return "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == kind)
+
+
+ACPX = ROOT / ".venv" / "acpx" / "node_modules" / "acpx" / "dist" / "cli.js"
+
+
+async def run_acpx(workspace: Path, home: Path, *args: str) -> tuple[int, list[dict[str, Any]], str]:
+    """acpx (a headless ACP client) against `mini-agent acp --trust` in `workspace`, with `args` (e.g.
+    `exec PROMPT`): its exit code, its JSON event stream and its stderr."""
+    assert ACPX.is_file(), f"acpx is not installed at {ACPX}: run scripts/test.sh (it installs it)"
+    bindir = str(Path(sys.executable).parent)  # where `mini-agent` is installed with the package
+    env = {**daemon_env(HOME=str(home)), "PATH": bindir + os.pathsep + os.environ["PATH"]}
+    command = ["node", str(ACPX), "--agent", "mini-agent acp --trust", "--format", "json", "--approve-all"]
+    process = await asyncio.create_subprocess_exec(
+        *command, "--cwd", str(workspace), *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    stream = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+    return process.returncode, stream, err.decode()

@@ -12,6 +12,20 @@ from mini_agent.tools.registry import ToolRegistry
 DOWN = "http://127.0.0.1:9/v1"  # the discard port: a model request there fails, naming it
 
 
+# A workspace tool, `mark`, that that the trust tests name in a folder's workspace file.
+MARKED = '''from mini_agent import tool
+
+
+@tool
+def mark(n: int) -> str:
+    """Mark a number.
+
+    Args:
+        n: the number.
+    """
+    return f"marked {n}"
+'''
+
 # A workspace tool that prints a line and reports its progress every 0.3 s for 3 s (live output).
 TICKER = '''
 import time

@@ -4,40 +4,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mini_agent.scripted import ReplayServer
 from mini_agent_client.demo import SCRIPT, TASK
 
-from ...support.acp import calls, said, workspace_config
-from ...support.daemon import ROOT, daemon_env
+from ...support.acp import calls, run_acpx, said, workspace_config
 from ...support.scripted import non_empty_lines
-
-ACPX = ROOT / ".venv" / "acpx" / "node_modules" / "acpx" / "dist" / "cli.js"
-
-
-async def run_acpx(workspace: Path, home: Path, prompt: str) -> tuple[int, list[dict[str, Any]], str]:
-    assert ACPX.is_file(), f"acpx is not installed at {ACPX}: run scripts/test.sh (it installs it)"
-    bindir = str(Path(sys.executable).parent)  # where `mini-agent` is installed with the package
-    env = {**daemon_env(HOME=str(home)), "PATH": bindir + os.pathsep + os.environ["PATH"]}
-    command = ["node", str(ACPX), "--agent", "mini-agent acp --trust", "--format", "json", "--approve-all"]
-    process = await asyncio.create_subprocess_exec(
-        *command, "--cwd", str(workspace), "exec", prompt, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return (
-        process.returncode,
-        [json.loads(line) for line in out.decode().splitlines() if line.strip()],
-        err.decode(),
-    )
 
 
 @pytest.mark.asyncio
@@ -45,7 +19,7 @@ async def test_acpx_runs_the_seed_scenario(workspace: Path, tmp_path: Path) -> N
     expected = non_empty_lines(workspace / "schema.py")
     async with ReplayServer(SCRIPT) as model:
         workspace_config(workspace, model.base_url)
-        code, stream, err = await run_acpx(workspace, tmp_path, TASK)
+        code, stream, err = await run_acpx(workspace, tmp_path, "exec", TASK)
     assert code == 0, err
     prompt_id = next(m["id"] for m in stream if m.get("method") == "session/prompt")
     answer = next(m for m in stream if m.get("id") == prompt_id and "method" not in m)

@@ -5,22 +5,16 @@ the model server on the next request, and the permission mode decides which tool
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import RequestError
 
-from ...support.acp import acp_agent, calls, dump, said, text, workspace_config
-from ...support.daemon import ROOT, daemon_env
+from ...support.acp import acp_agent, calls, dump, run_acpx, said, text, workspace_config
 from ...support.model_list import APPROVAL_TOOL, MODELS, ListingServer
 from ...support.scripted import action
 
-ACPX = ROOT / ".venv" / "acpx" / "node_modules" / "acpx" / "dist" / "cli.js"
 DONE = {"content": "Final Answer: done"}
 
 
@@ -169,21 +163,6 @@ async def test_load_and_resume_keep_the_model_and_mode_and_load_shows_the_change
         {"model": "small", "mode": "ask_always"},
     ]
     assert asked == ["replay", "small"]
-
-
-async def run_acpx(workspace: Path, home: Path, *args: str) -> tuple[int, list[dict[str, Any]], str]:
-    assert ACPX.is_file(), f"acpx is not installed at {ACPX}: run scripts/test.sh (it installs it)"
-    bindir = str(Path(sys.executable).parent)
-    env = {**daemon_env(HOME=str(home)), "PATH": bindir + os.pathsep + os.environ["PATH"]}
-    command = ["node", str(ACPX), "--agent", "mini-agent acp --trust", "--format", "json", "--approve-all"]
-    process = await asyncio.create_subprocess_exec(
-        *command, "--cwd", str(workspace), *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    stream = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
-    return process.returncode, stream, err.decode()
 
 
 @pytest.mark.asyncio

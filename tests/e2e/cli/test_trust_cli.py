@@ -13,19 +13,8 @@ from mini_agent.scripted import ReplayServer
 
 from ...support.cli import run_cli
 from ...support.raw import RawDaemon
+from ...support.tools import MARKED
 
-MARKED = '''from mini_agent import tool
-
-
-@tool
-def mark(n: int) -> str:
-    """Mark a number.
-
-    Args:
-        n: the number.
-    """
-    return f"marked {n}"
-'''
 MARK = {"content": 'Thought: mark.\nAction: mark\nAction Input: {"n": 1}'}
 DONE = {"content": "Final Answer: {last_observation}"}
 TOOLS_FILE = "tools file marked.py"

@@ -11,18 +11,7 @@ from typing import Any
 
 import pytest
 
-MARKED = '''from mini_agent import tool
-
-
-@tool
-def mark(n: int) -> str:
-    """Mark a number.
-
-    Args:
-        n: the number.
-    """
-    return f"marked {n}"
-'''
+from ...support.tools import MARKED
 
 
 async def names(client: Any) -> list[str]:
