@@ -4,13 +4,10 @@ does). The answer is the words the agent message shows."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from mini_agent.app import commands
-from mini_agent.app import config as workspace_config
-from mini_agent.app import trust as trust_store
 
 if TYPE_CHECKING:
     from mini_agent.app.workspace import Workspace
@@ -37,12 +34,8 @@ async def run(
 
 async def trust_folder(workspace: Workspace, env: Mapping[str, str]) -> list[str]:
     """`/trust`: the folder trusted in this agent and recorded in the trust store; the problems met."""
-    request, root = {"workspaceTrusted": True}, workspace.root
-    options, config = await asyncio.to_thread(workspace_config.resolve, root, request, dict(env))
-    problems: list[str] = []
-    try:
-        await asyncio.to_thread(trust_store.remember, root, config)
-    except (OSError, ValueError) as exc:
-        problems.append(f"trusted for this agent only; it could not be remembered: {exc}")
-    workspace.config = config
-    return problems + await workspace.trust(options)
+    trusted = await workspace.trust_folder(None, env, remember=True)
+    if trusted.unremembered is None:
+        return trusted.problems
+    note = f"trusted for this agent only; it could not be remembered: {trusted.unremembered}"
+    return [note, *trusted.problems]

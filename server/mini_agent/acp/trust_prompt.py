@@ -32,8 +32,6 @@ from acp.schema import (
 )
 
 from mini_agent.acp import editor_fs
-from mini_agent.app import config as workspace_config
-from mini_agent.app import trust
 from mini_agent.core.errors import AgentError
 
 if TYPE_CHECKING:
@@ -103,19 +101,14 @@ class TrustPrompt:
     async def _trust(
         self, session_id: str, workspace: Workspace, client: AcpClient, *, remember: bool
     ) -> None:
-        root, request = workspace.root, {"workspaceTrusted": True}
         try:
-            options, config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
+            trusted = await workspace.trust_folder(None, self._env, remember=remember)
         except AgentError as exc:
-            self._answered.pop(root, None)
+            self._answered.pop(workspace.root, None)
             client.post(session_id, helpers.update_agent_message_text(f"Note: not trusted: {exc}"))
             return
-        if remember:
-            try:
-                await asyncio.to_thread(trust.remember, root, config)
-            except (OSError, ValueError) as exc:
-                note = f"Note: trusted for this session only; it could not be remembered: {exc}"
-                client.post(session_id, helpers.update_agent_message_text(note))
-        workspace.config = config
-        for problem in await workspace.trust(options):
+        if trusted.unremembered is not None:
+            note = f"Note: trusted for this session only; it could not be remembered: {trusted.unremembered}"
+            client.post(session_id, helpers.update_agent_message_text(note))
+        for problem in trusted.problems:
             client.post(session_id, helpers.update_agent_message_text(f"Note: {problem}"))

@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from mini_agent.app import config as workspace_config
 from mini_agent.app import scope, trust
 from mini_agent.app.config import WorkspaceConfig
 from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
@@ -38,6 +39,16 @@ if TYPE_CHECKING:
     from mini_agent.telemetry.live import Tracing
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Trusted:
+    """What trusting a folder came to: the problems met importing what it held back, whether it was
+    recorded in the trust store, and why not (`unremembered`) when that was asked and failed."""
+
+    problems: list[str]
+    remembered: bool = False
+    unremembered: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +199,25 @@ class Workspace:
         """What an untrusted folder left out, why and how to trust it ("" when nothing is)."""
         held = self.held_back()
         return trust.held_back_note(self.root, held) if held else ""
+
+    async def trust_folder(
+        self, request: Mapping[str, Any] | None, env: Mapping[str, str], *, remember: bool
+    ) -> Trusted:
+        """The user trusts the folder, whichever door asked: its options re-read as trusted from the
+        door's `request` (the workspace file's tools, MCP servers, model server and allow-list then
+        apply), the folder recorded in the trust store with `remember`, what it held back imported. A
+        workspace file that cannot be used raises its ConfigError, and nothing changes."""
+        trusted_request = {**(request or {}), "workspaceTrusted": True}
+        options, config = await asyncio.to_thread(workspace_config.resolve, self.root, trusted_request, env)
+        remembered, unremembered = False, None
+        if remember:
+            try:
+                await asyncio.to_thread(trust.remember, self.root, config)
+                remembered = True
+            except (OSError, ValueError) as exc:
+                unremembered = str(exc)
+        self.config = config
+        return Trusted(await self.trust(options), remembered, unremembered)
 
     async def trust(self, options: InitOptions | None = None) -> list[str]:
         """The user trusts the workspace: import the registrations held back; returns the problems.

@@ -32,23 +32,16 @@ def handlers(ls: LanguageServer) -> tuple[Handler, Handler]:
     async def trust_workspace(daemon: Workspace, p: TrustParams) -> dict[str, Any]:
         """Trust the folder in this daemon (its workspace file's tools, MCP servers, model server and
         allow-list too); `remember` also records it in the trust store for every later daemon."""
-        from mini_agent.app.config import resolve
         from mini_agent.lsp import wire
 
         sent = getattr(ls, "init_options", None)
-        request = {**(sent if isinstance(sent, dict) else {}), "workspaceTrusted": True}
-        options, config = await asyncio.to_thread(resolve, daemon.root, request, os.environ)
-        remembered = False
-        if p.remember:
-            try:
-                await asyncio.to_thread(trust.remember, daemon.root, config)
-                remembered = True
-            except (OSError, ValueError) as exc:
-                show_error(f"the folder is trusted, but could not be remembered: {exc}")
-        daemon.config = config
-        for problem in await daemon.trust(options):
+        request = sent if isinstance(sent, dict) else None
+        trusted = await daemon.trust_folder(request, os.environ, remember=p.remember)
+        if trusted.unremembered is not None:
+            show_error(f"the folder is trusted, but could not be remembered: {trusted.unremembered}")
+        for problem in trusted.problems:
             show_error(f"could not restore a tool registration: {problem}")
-        return {"tools": wire.tool_list(daemon.tool_list()), "remembered": remembered}
+        return {"tools": wire.tool_list(daemon.tool_list()), "remembered": trusted.remembered}
 
     async def untrust_workspace(daemon: Workspace, p: object) -> dict[str, Any]:
         """Forget the folder in the trust store (the next daemon asks again); this daemon stays as is."""
