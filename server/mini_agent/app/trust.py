@@ -10,6 +10,8 @@ inside a workspace: keyed by the folder's real path, each entry the digest, the 
 time. It is written whole, to a temporary file renamed over it, 0600 in a 0700 folder. A trust file
 larger than `MAX_STORE_BYTES`, or one that does not parse, is read as empty (and a log line says so).
 
+`distrust` is what a folder not trusted takes up of a session its store holds.
+
 Standard library only: the LSP door's `initialize` answer (`lsp.capabilities`) reports trust before
 anything else loads. Reading tool files blocks: callers on an event loop run these in a thread.
 """
@@ -28,6 +30,9 @@ from mini_agent.app import workspace_file
 
 if TYPE_CHECKING:
     import logging
+
+    from mini_agent.core.contracts import LLMConfig
+    from mini_agent.core.session import AgentSession
 
 # hashlib, tempfile and logging are imported where they are used: `initialize` is answered
 # before any of them is needed (a folder without a workspace file needs none).
@@ -285,3 +290,18 @@ def _log() -> logging.Logger:
     import logging
 
     return logging.getLogger(__name__)
+
+
+def distrust(session: AgentSession, own: LLMConfig) -> None:
+    """What of a stored session a workspace not trusted takes up: the model settings `own` (the
+    stored ones only where they name the same server), no `ask_never`, no decision that allows a call."""
+    from dataclasses import replace
+
+    from mini_agent.core.session import PermissionMode  # not at import: `initialize` is answered first
+
+    if session.config.llm.base_url.rstrip("/") != own.base_url.rstrip("/"):
+        session.config = session.config.with_overrides(llm=own)
+    if session.config.permission_mode is PermissionMode.ASK_NEVER:
+        session.config = replace(session.config, permission_mode=PermissionMode.ASK_WHEN_NEEDED)
+    session.standing_decisions = {n: d for n, d in session.standing_decisions.items() if not d.allows}
+    session.pending = [p for p in session.pending if p.decision is None or not p.decision.allows]

@@ -246,7 +246,7 @@ class Workspace:
         settings (its stored ones only where they name the same server), its permission mode is never
         `ask_never`, and its standing and pending decisions that allow a call are dropped (those that
         reject stay; a dropped call is asked again)."""
-        distrust(session, self.runtime.defaults.llm)
+        trust.distrust(session, self.runtime.defaults.llm)
 
     def standing_policy(self) -> dict[str, Decision]:
         """The workspace file's approval policy, as the standing decisions a new session starts with:
@@ -490,14 +490,3 @@ def _tracing(options: InitOptions, get: Callable[[str], AgentSession]) -> Tracin
     from mini_agent.telemetry.live import Tracing, lookup
 
     return Tracing(found, lookup(get))
-
-
-def distrust(session: AgentSession, own: LLMConfig) -> None:
-    """What of a stored session a workspace not trusted takes up: the model settings `own` (the
-    stored ones only where they name the same server), no `ask_never`, no decision that allows a call."""
-    if session.config.llm.base_url.rstrip("/") != own.base_url.rstrip("/"):
-        session.config = session.config.with_overrides(llm=own)
-    if session.config.permission_mode is PermissionMode.ASK_NEVER:
-        session.config = replace(session.config, permission_mode=PermissionMode.ASK_WHEN_NEEDED)
-    session.standing_decisions = {n: d for n, d in session.standing_decisions.items() if not d.allows}
-    session.pending = [p for p in session.pending if p.decision is None or not p.decision.allows]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from mini_agent.app.config import MAX_FILE_BYTES, ConfigError, WorkspaceConfig, load, merged_options
-from mini_agent.app.workspace import distrust
+from mini_agent.app.trust import distrust
 from mini_agent.core.contracts import LLMConfig, ToolCall
 from mini_agent.core.session import AgentConfig, AgentSession, Decision, PendingApproval
 
