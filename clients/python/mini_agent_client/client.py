@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .rpc import Connection, Tap
+from .rpc import Connection, RequestHandler, Tap
 
 PermissionHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 ToolHandler = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -133,6 +133,8 @@ class AgentClient:
         tap: Tap | None = None,
         workspace_trusted: bool = False,
         on_message: Callable[[dict[str, Any]], None] | None = None,
+        capabilities: dict[str, Any] | None = None,
+        handlers: dict[str, RequestHandler] | None = None,
     ) -> AsyncIterator[AgentClient]:
         """Start a daemon over stdio, initialize it for `root`, and shut it down on exit.
 
@@ -141,7 +143,9 @@ class AgentClient:
         `workspace_trusted` sends `workspaceTrusted: true`: the daemon then restores the tools registered
         in this workspace before (an untrusted one keeps only what this client registers itself).
         `on_message` gets each `window/showMessage` (`{type, message}`), from before `initialize`: what
-        the daemon says about its options or its store comes right after it.
+        the daemon says about its options or its store comes right after it. `capabilities` are the
+        client's LSP capabilities (e.g. `window.showDocument`, `experimental.agent.elicitation`), and
+        `handlers` answer the requests they announce (`window/showDocument`, `agent/elicit`, …).
         """
         options = {**(options or {}), **({"workspaceTrusted": True} if workspace_trusted else {})}
         process = await asyncio.create_subprocess_exec(
@@ -157,20 +161,22 @@ class AgentClient:
         connection = Connection(process.stdout, process.stdin, ndjson=ndjson, tap=tap)
         if on_message is not None:
             connection.on_notification("window/showMessage", on_message)
+        for method, handler in (handlers or {}).items():
+            connection.on_request(method, handler)
         connection.start()
         client = cls(process, connection)
         try:
-            await client.initialize(Path(root).resolve(), options)
+            await client.initialize(Path(root).resolve(), options, capabilities or {})
             yield client
         finally:
             await client.close()
 
-    async def initialize(self, root: Path, options: dict[str, Any]) -> None:
+    async def initialize(self, root: Path, options: dict[str, Any], capabilities: dict[str, Any]) -> None:
         result = await self.connection.request("initialize", {
             "processId": os.getpid(),
             "clientInfo": {"name": "mini-agent-client", "version": "0.1"},
             "rootUri": root.as_uri(),
-            "capabilities": {},
+            "capabilities": capabilities,
             "initializationOptions": options,
         })
         self.server_info = result.get("serverInfo", {})

@@ -101,11 +101,15 @@ class MiniAgent:
         self._chats: dict[str, Chat] = {}
         self.connection: Connection | None = None
         self._fs: FileSystemCapabilities | None = None  # what the client said it can do, at initialize
+        self._client_capabilities: ClientCapabilities | None = None
         self._trust = TrustPrompt(self._conn, self._env)  # asks, once per folder, where it waits for trust
 
     def _conn(self) -> Connection:
         assert self.connection is not None
         return self.connection
+
+    def _capabilities(self) -> ClientCapabilities | None:
+        return self._client_capabilities
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -113,6 +117,7 @@ class MiniAgent:
         self, protocol_version: int, client_capabilities: ClientCapabilities | None = None, **_: Any
     ) -> InitializeResponse:
         self._fs = client_capabilities.fs if client_capabilities is not None else None
+        self._client_capabilities = client_capabilities
         capabilities = AgentCapabilities(
             load_session=True,
             prompt_capabilities=PromptCapabilities(embedded_context=True),
@@ -427,7 +432,7 @@ class MiniAgent:
             options, config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
             if (pair := self._workspaces.get(root)) is not None:  # another request built it meanwhile
                 return pair
-            client = AcpClient(root, self._transport, self._conn, self._follows(root))
+            client = AcpClient(root, self._transport, self._conn, self._follows(root), self._capabilities)
             workspace = client.workspace = Workspace(root, options, client, config=config)
             pair = self._workspaces[root] = (workspace, client)
             editor_fs.register(workspace.registry, self._fs)

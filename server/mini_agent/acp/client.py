@@ -15,16 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from acp.connection import Connection
 from acp.schema import (
+    ClientCapabilities,
     RequestPermissionRequest,
     RequestPermissionResponse,
     SessionNotification,
     ToolKind,
 )
 
-from mini_agent.acp import editor_fs, updates
+from mini_agent.acp import asking, editor_fs, updates
 from mini_agent.acp.transport import LineTransport
 from mini_agent.app.port import Answer, ToolList
 from mini_agent.app.scope import Scope, Target
+from mini_agent.core.asking import ElicitAnswer, Elicitation
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.events import AgentEvent, UserTurn
 from mini_agent.core.session import AgentSession, Decision
@@ -44,8 +46,10 @@ class AcpClient:
         transport: LineTransport,
         connection: Callable[[], Connection],
         follows: Callable[[str], bool],
+        capabilities: Callable[[], ClientCapabilities | None] = lambda: None,
     ) -> None:
         self.root = root
+        self._capabilities = capabilities  # the client's, from `initialize`
         self._transport = transport
         self._connection = connection
         self._follows = follows
@@ -129,3 +133,11 @@ class AcpClient:
             raise RuntimeError(f"{call.name}: tools run by an LSP client cannot run in an ACP session")
         editor_fs.unchanged(self.root, call, self._decided.pop(call.id, None))
         return await editor_fs.run(self._connection(), self.root, session_id, call.name, call.arguments)
+
+    async def elicit(self, request: Elicitation) -> ElicitAnswer:
+        """`core.asking.Person`: ACP `elicitation/create` (see `asking`)."""
+        return await asking.elicit(self._connection(), self._capabilities(), request)
+
+    async def open_url(self, session_id: str, url: str, purpose: str) -> bool:
+        """`core.asking.Person`: a link to open, shown through ACP (see `asking`)."""
+        return await asking.open_url(self._connection(), self._capabilities(), session_id, url, purpose)

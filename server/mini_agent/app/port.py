@@ -1,14 +1,16 @@
 """The one interface a door implements for the application layer: how `app` reaches the client.
 
-Four things, whatever the protocol: ask a person about a tool call, run a tool the client owns, say
-that the tool list changed, and publish one of the core's typed events. The LSP door renders these as
+Whatever the protocol: ask a person about a tool call, run a tool the client owns, say that the tool
+list changed, publish one of the core's typed events, and (`core.asking.Person`) put a tool source's
+question or link before the person. The LSP door renders these as
 `agent/*` messages, the ACP door as `session/*` ones; `app` never spells either.
 
 A door whose own tools name paths also says where a call of them reaches (`Scoping`): the workspace
 decides such a call by its scope (`scope.ask_for`).
 
 `RecordingClient` is the fake that ships beside the seam: it answers permission prompts from a queue,
-runs client tools with a function, and keeps what it was told, for tests of `app` without a door.
+runs client tools with a function, answers elicitations from a queue (declining once it runs out),
+opens no links, and keeps what it was told, for tests of `app` without a door.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from mini_agent.app.scope import Scope
+from mini_agent.core.asking import ElicitAnswer, Elicitation, Person
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.events import AgentEvent
 from mini_agent.core.session import AgentSession, Decision
@@ -62,7 +65,7 @@ Answer = tuple[Decision, str | None]
 HELD_NOTE = "loaded once the workspace is trusted"
 
 
-class Client(Protocol):
+class Client(Person, Protocol):
     """What a door does for the application layer."""
 
     async def ask_permission(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Answer | None:
@@ -102,6 +105,9 @@ class RecordingClient:
     events: list[AgentEvent] = field(default_factory=list)
     tool_lists: list[ToolList] = field(default_factory=list)
     asked: list[ToolCall] = field(default_factory=list)
+    elicit_answers: list[ElicitAnswer] = field(default_factory=list)
+    elicited: list[Elicitation] = field(default_factory=list)
+    links: list[tuple[str, str, str]] = field(default_factory=list)  # (session id, url, purpose)
 
     async def ask_permission(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Answer | None:
         self.asked.append(call)
@@ -117,3 +123,11 @@ class RecordingClient:
 
     def publish(self, event: AgentEvent) -> None:
         self.events.append(event)
+
+    async def elicit(self, request: Elicitation) -> ElicitAnswer:
+        self.elicited.append(request)
+        return self.elicit_answers.pop(0) if self.elicit_answers else ElicitAnswer.declined()
+
+    async def open_url(self, session_id: str, url: str, purpose: str) -> bool:
+        self.links.append((session_id, url, purpose))
+        return False

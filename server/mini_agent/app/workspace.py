@@ -99,6 +99,7 @@ class Workspace:
             reserved=self.registry.own_names,
             report=self._report,
             tools_changed=lambda: self.tools_changed(persist=False),
+            person=self.client,
         )
         self.registry.attach(self.mcp)
         self._mcp_releases: set[asyncio.Task[None]] = set()

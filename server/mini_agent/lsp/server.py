@@ -174,7 +174,7 @@ class AgentServer(LanguageServer):
         from mini_agent.lsp.client import LspClient
 
         assert isinstance(self.protocol, AgentProtocol)
-        client = LspClient(self.protocol.notify_json, self._client_request)
+        client = LspClient(self.protocol.notify_json, self._client_request, lambda: self.client_capabilities)
         return Workspace(root, options, client, config=config)
 
     async def _client_request(self, method: str, params: dict[str, Any]) -> Any:

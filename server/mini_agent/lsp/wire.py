@@ -260,6 +260,14 @@ def session_row(row: SessionRow) -> dict[str, Any]:
     }
 
 
+def capabilities(client: Any) -> dict[str, Any]:
+    """The client's `initialize` capabilities (lsprotocol's `ClientCapabilities`) as plain JSON."""
+    from lsprotocol import converters
+
+    raw = converters.get_converter().unstructure(client)
+    return raw if isinstance(raw, dict) else {}
+
+
 def plain(value: Any) -> Any:
     """pygls hands results of server->client requests back as namedtuples; turn them into JSON values."""
     if hasattr(value, "_asdict"):

@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 from anyio import ClosedResourceError, EndOfStream
 from anyio.abc import ByteReceiveStream
+from mini_agent.core.asking import Nobody
 from mini_agent.core.contracts import ToolCall
 from mini_agent.tools.mcp import McpSource
 from mini_agent.tools.mcp import stdio as framing
@@ -49,6 +50,7 @@ async def source(tmp_path: Path) -> AsyncIterator[McpSource]:
         reserved=lambda: (),
         report=lambda session, message: None,
         tools_changed=lambda: None,
+        person=Nobody(),
     )
     yield made
     await made.aclose()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mini_agent import __version__
 from mini_agent.tools import reaper
+from mini_agent.tools.mcp.asking import Asking
 from mini_agent.tools.mcp.config import HttpMcpServer, McpServer
 
 if TYPE_CHECKING:
@@ -50,9 +51,15 @@ class Connection:
     """One running server: the SDK session, the task that holds it open, and its stderr tail."""
 
     def __init__(
-        self, config: McpServer, root: Path, on_message: MessageHandlerFnT, on_exit: Callable[[], object]
+        self,
+        config: McpServer,
+        root: Path,
+        on_message: MessageHandlerFnT,
+        on_exit: Callable[[], object],
+        asking: Asking,
     ) -> None:
         self.config = config
+        self.asking = asking  # whom the server's requests to the person (elicitation, login) are for
         self._root = root
         self._on_message = on_message
         self._on_exit = on_exit  # called when a started server's stderr ends: it has exited
@@ -143,6 +150,8 @@ class Connection:
         import mcp_types as types
         from mcp.client.session import ClientSession
 
+        from mini_agent.tools.mcp import elicit
+
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
@@ -151,6 +160,7 @@ class Connection:
                         read,
                         write,
                         message_handler=self._on_message,
+                        elicitation_callback=elicit.callback(self.asking),
                         client_info=types.Implementation(name="mini-agent", version=__version__),
                     )
                 )
@@ -175,13 +185,13 @@ class Connection:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        from mini_agent.tools.mcp import stdio
+        from mini_agent.tools.mcp import auth, stdio
 
         config = self.config
         if isinstance(config, HttpMcpServer):
             headers = {h.name: h.value for h in config.headers}
             async with (
-                create_mcp_http_client(headers=headers) as client,
+                create_mcp_http_client(headers=headers, auth=auth.provider(config, self.asking)) as client,
                 streamable_http_client(config.url, http_client=client) as streams,
             ):
                 yield streams

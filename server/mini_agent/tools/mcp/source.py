@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mini_agent.core.asking import Person
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.tools.live import LiveOutput
+from mini_agent.tools.mcp.asking import Asking
 from mini_agent.tools.mcp.config import McpServer
 from mini_agent.tools.mcp.connection import MAX_TOOLS, Connection, Listing, StartFailed
 from mini_agent.tools.mcp.convert import SchemaRefused, inline_refs, result_text, tool_name
@@ -54,8 +56,9 @@ class _Tool:
 class _Server:
     """A configuration in use: its connection (None while stopped), its tools and its sessions."""
 
-    def __init__(self, config: McpServer) -> None:
+    def __init__(self, config: McpServer, person: Person) -> None:
         self.config = config
+        self.asking = Asking(person, config.name)
         self.connection: Connection | None = None
         self.tools: dict[str, _Tool] = {}  # our name → tool
         self.users: set[str] = set()
@@ -76,8 +79,10 @@ class McpSource:
         reserved: Callable[[], Collection[str]],
         report: Report,
         tools_changed: Callable[[], None],
+        person: Person,
     ) -> None:
         self._root = root
+        self._person = person  # asked for what a server asks of the person (`asking`)
         self._timeout_sec = timeout_sec
         self._max_output = max_output_bytes
         self._reserved = reserved  # names other sources use
@@ -101,10 +106,11 @@ class McpSource:
                 raise RegistrationError(
                     f"an MCP server named '{config.name}' with another configuration is in use; rename one"
                 )
-            server = self._servers.setdefault(key, _Server(config))
+            server = self._servers.setdefault(key, _Server(config, self._person))
             server.users.add(user)
             try:
-                await self._connect(key, server, problems)
+                with server.asking.starting(user):
+                    await self._connect(key, server, problems)
             except StartFailed as exc:
                 problems(str(exc))
                 continue
@@ -134,13 +140,19 @@ class McpSource:
     async def call(self, call: ToolCall, session_id: str, timeout: float) -> CallResult:
         tool = self._find(call.name)
         assert tool is not None  # the caller routes only our names here
-        import mcp_types as types
-        from mcp.shared.exceptions import MCPError
-
         problem = invalid_arguments(call.name, tool.validator, call.arguments, tool.spec.input_schema)
         if problem is not None:
             return CallResult(problem, True)
         server = self._servers[tool.server]
+        with server.asking.calling(session_id):
+            return await self._call(tool, server, call, session_id, timeout)
+
+    async def _call(
+        self, tool: _Tool, server: _Server, call: ToolCall, session_id: str, timeout: float
+    ) -> CallResult:
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+
         try:
             connection = await self._connect(tool.server, server, lambda note: self._report(session_id, note))
         except StartFailed as exc:
@@ -196,7 +208,7 @@ class McpSource:
             def on_exit() -> None:
                 self._lose(server, fresh, None)
 
-            fresh = Connection(server.config, self._root, on_message, on_exit)
+            fresh = Connection(server.config, self._root, on_message, on_exit, server.asking)
             listing = await fresh.start()
             server.connection = fresh
             changed, notes = self._absorb(key, server, listing)
