@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mini_agent.core.asking import Nobody
 from mini_agent.core.contracts import ToolCall
 from mini_agent.tools.mcp import McpSource
 from mini_agent.tools.mcp.config import NameValue, StdioMcpServer
@@ -49,6 +50,7 @@ async def main(calls: int, rounds: int, result_mb: list[int]) -> None:
             reserved=registry.own_names,
             report=lambda session, message: print(message, file=sys.stderr),
             tools_changed=lambda: None,
+            person=Nobody(),
         )
         registry.attach(source)
         largest = str(max([0, *result_mb]) * 1_000_000 + 1)  # the MCP server sends a result whole
