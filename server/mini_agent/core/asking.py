@@ -39,10 +39,12 @@ class Elicitation:
 class ElicitAnswer:
     action: ElicitAction
     content: dict[str, Any] = field(default_factory=dict)
+    unasked: bool = False  # declined because nobody could be asked, not by the person
 
     @classmethod
     def declined(cls) -> ElicitAnswer:
-        return cls(ElicitAction.DECLINE)
+        """The answer where the client cannot ask (or gave no usable answer)."""
+        return cls(ElicitAction.DECLINE, unasked=True)
 
 
 class Person(Protocol):

@@ -58,7 +58,7 @@ def agent_capabilities(trusted: dict[str, Any] | None = None) -> dict[str, Any]:
         "protocolVersion": PROTOCOL_VERSION,
         "methods": list(METHODS),
         "notifications": ["agent/update", "agent/toolsChanged"],
-        "serverRequests": ["agent/requestPermission", "agent/executeTool"],
+        "serverRequests": ["agent/requestPermission", "agent/executeTool", "agent/elicit"],
         "toolModes": list(TOOL_MODES),
     }
 

@@ -93,9 +93,14 @@ class LspClient:
         shown in words, so a person whose client cannot open it can open it by hand."""
         opened = False
         if _dig(wire.capabilities(self._capabilities()), "window", "showDocument", "support") is True:
+            from lsprotocol import types as lsp  # a standard method: pygls (un)structures its types
+
             try:
-                answer = await self._request("window/showDocument", {"uri": url, "external": True})
-                opened = isinstance(answer, dict) and answer.get("success") is True
+                shown = lsp.ShowDocumentParams(uri=url, external=True)
+                answer = await self._request("window/showDocument", shown)  # type: ignore[arg-type]
+                opened = getattr(answer, "success", None) is True or (
+                    isinstance(answer, dict) and answer.get("success") is True
+                )
             except Exception as exc:
                 log.info("window/showDocument failed: %s", exc)
         if not opened:

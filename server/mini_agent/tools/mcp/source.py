@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from mini_agent.core.asking import Person
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.tools.live import LiveOutput
+from mini_agent.tools.mcp import elicit
 from mini_agent.tools.mcp.asking import Asking
 from mini_agent.tools.mcp.config import McpServer
 from mini_agent.tools.mcp.connection import MAX_TOOLS, Connection, Listing, StartFailed
@@ -173,6 +174,8 @@ class McpSource:
         finally:
             watch.close()
         output, truncated = cap_text(result_text(result), self._max_output)
+        if (unasked := elicit.unasked(server.asking, session_id)) is not None:
+            return CallResult(f"{output}\n{unasked}", True, truncated)
         return CallResult(output, bool(result.is_error), truncated)
 
     async def aclose(self) -> None:
