@@ -19,6 +19,7 @@ class Asking:
     def __init__(self, person: Person, server: str) -> None:
         self.person = person
         self.server = server  # the server's configured name, shown to the person
+        self.unasked: set[str] = set()  # sessions a question went to while nobody could answer it
         self._calling: list[str] = []
         self._starting: list[str] = []
 

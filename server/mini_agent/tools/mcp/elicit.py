@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -33,8 +32,6 @@ log = logging.getLogger("mini_agent.mcp")
 ANSWER_WAIT_SEC = 900.0
 MAX_URL_CHARS = 2_048  # a longer link is declined unseen
 
-_unasked: weakref.WeakKeyDictionary[Asking, set[str]] = weakref.WeakKeyDictionary()
-
 
 def callback(asking: Asking) -> ElicitationFnT | None:
     """The SDK session's elicitation callback for one server."""
@@ -48,10 +45,9 @@ def callback(asking: Asking) -> ElicitationFnT | None:
 def unasked(asking: Asking, session_id: str) -> str | None:
     """What to tell the model when a question from `asking`'s server to `session_id` was declined for
     want of someone to ask since this was last asked (the mark is cleared); None when none was."""
-    sessions = _unasked.get(asking)
-    if sessions is None or session_id not in sessions:
+    if session_id not in asking.unasked:
         return None
-    sessions.discard(session_id)
+    asking.unasked.discard(session_id)
     return (
         f"MCP server '{asking.server}' asked the user a question, and it was declined unseen: "
         "this client cannot put questions to the user (elicitation)."
@@ -82,7 +78,7 @@ async def answer(asking: Asking, params: types.ElicitRequestParams) -> types.Eli
         )
         return types.ElicitResult(action="cancel")
     if reply.unasked:
-        _unasked.setdefault(asking, set()).add(session_id)
+        asking.unasked.add(session_id)
     return types.ElicitResult(**_result(asking.server, request, reply))
 
 
