@@ -111,7 +111,7 @@ EOF
 # A run and its follow-up (whose answer quotes the first turn's tool result: only the same conversation
 # has it), a run of the printing tool (the /tools command after it takes no turn), a second run; the
 # third meets a dead model server, and its Retry (after the URL is fixed) gets an answer; then one run on the model picked in the status bar (the server lists "replay-large"),
-# and one in "Ask before every tool call" that counts lines.
+# and one in "Ask before every tool call" that counts lines; then one that calls the MCP server asking for a name.
 cat >"$RUN/script.json" <<'EOF'
 {"model": "replay-large", "turns": [
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
@@ -124,8 +124,19 @@ cat >"$RUN/script.json" <<'EOF'
   {"content": "Final Answer: back again"},
   {"content": "Final Answer: the picked model answered"},
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
-  {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."}
+  {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."},
+  {"content": "Thought: I will ask for the name.\nAction: greeter_ask_name\nAction Input: {}"},
+  {"content": "Final Answer: {last_observation}"}
 ]}
+EOF
+# The MCP server that asks the user (form mode) and records each answer; ui.ts puts this file in the
+# workspace for its elicitation part, so the parts before it run without the server.
+cat >"$RUN/elicit.toml" <<EOF
+[[tool.mini-agent.mcp_servers]]
+name = "greeter"
+command = "$PYTHON"
+args = ["$REPO/tests/support/eliciting_mcp_server.py", "$RUN/answers.txt"]
+requires_approval = false
 EOF
 pids=()
 cleanup() {
@@ -168,7 +179,7 @@ for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&
 stamp "code-server on port $PORT"
 
 stamp "driving the UI"
-if ! E2E_USER_DATA="$DATA" node "$HERE/out/test/e2e/ui.js" "http://127.0.0.1:$PORT/?folder=$WS" "$WS"; then
+if ! E2E_USER_DATA="$DATA" E2E_ELICIT_CONFIG="$RUN/elicit.toml" E2E_ANSWERS="$RUN/answers.txt" node "$HERE/out/test/e2e/ui.js" "http://127.0.0.1:$PORT/?folder=$WS" "$WS"; then
   find "$DATA/logs" -name '*Mini Agent*' -exec sh -c 'echo "--- $1"; tail -40 "$1"' _ {} \; 2>/dev/null || true
   exit 1
 fi

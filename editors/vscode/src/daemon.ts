@@ -15,6 +15,7 @@ import {
   type ServerOptions,
 } from "vscode-languageclient/node";
 import { DaemonLogReader } from "./daemonLog";
+import { ELICITATION_CAPABILITY } from "./elicit";
 import { INSTALL_HINT, launchProblem, resolveLaunch, whichIn, type Launch, type Probes } from "./launch";
 import {
   AgentClient,
@@ -60,6 +61,8 @@ class AgentLanguageClient extends LanguageClient {
   protected override fillInitializeParams(params: InitializeParams): void {
     super.fillInitializeParams(params);
     if (params.capabilities.window !== undefined) params.capabilities.window.workDoneProgress = false;
+    // window.showDocument is the language client's own (an external link opens with env.openExternal).
+    params.capabilities.experimental = { ...(params.capabilities.experimental as object | undefined), agent: { elicitation: ELICITATION_CAPABILITY } };
   }
 }
 

@@ -47,6 +47,7 @@ import {
   shorten,
   type ApprovalChoice,
 } from "./prompts";
+import { promptElicitation } from "./elicitUi";
 import { functionAtLine } from "./python";
 import { SessionsView, type SessionItem } from "./sessionsView";
 import { commandItems, commandNotice, onEnter, type CommandItem } from "./slash";
@@ -133,6 +134,7 @@ class Extension implements vscode.Disposable {
       onUpdate: (params) => this.store.apply(params),
       approvals: this.approvals,
       clientTools: this.clientTools,
+      elicit: promptElicitation,
     });
     this.traceView = new TraceView(context.extensionUri, this.store);
     this.sessionsView = new SessionsView(this.store, () => this.storedSessions());

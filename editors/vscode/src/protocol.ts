@@ -6,6 +6,8 @@
  * editor and under plain vscode-jsonrpc in the tests, against the real daemon.
  */
 
+import type { ElicitAnswer, ElicitParams } from "./elicit";
+
 export interface Disposable {
   dispose(): unknown;
 }
@@ -432,6 +434,8 @@ export interface AgentClientHandlers {
   approvals?: ApprovalPolicy;
   /** Answers `agent/executeTool`. */
   clientTools?: ClientTools;
+  /** Answers `agent/elicit` (an MCP server's question); without one every question is declined. */
+  elicit?(params: ElicitParams): Promise<ElicitAnswer>;
 }
 
 /** Typed agent/* requests over a peer, plus the daemon's notifications and requests routed to handlers. */
@@ -452,6 +456,9 @@ export class AgentClient {
         if (handlers.clientTools === undefined) throw new Error("this client has no client tools");
         return handlers.clientTools.execute(params);
       }),
+      peer.onRequest("agent/elicit", (params: ElicitParams): Promise<ElicitAnswer> | ElicitAnswer =>
+        handlers.elicit === undefined ? { action: "decline" } : handlers.elicit(params),
+      ),
     ];
   }
 

@@ -81,8 +81,12 @@ export interface DaemonConnection {
   close(): Promise<void>;
 }
 
-/** Start the daemon on stdio in `root` and take it through initialize/initialized. */
-export async function startDaemon(root: string, initializationOptions: InitializationOptions): Promise<DaemonConnection> {
+/** Start the daemon on stdio in `root` and take it through initialize/initialized, announcing `capabilities`. */
+export async function startDaemon(
+  root: string,
+  initializationOptions: InitializationOptions,
+  capabilities: object = {},
+): Promise<DaemonConnection> {
   const proc = spawn(PYTHON, ["-m", "mini_agent"], { cwd: root, env: pythonEnv(), stdio: ["pipe", "pipe", "pipe"] });
   const stderr = stderrTail(proc);
   const connection = createMessageConnection(new StreamMessageReader(proc.stdout!), new StreamMessageWriter(proc.stdin!));
@@ -90,7 +94,7 @@ export async function startDaemon(root: string, initializationOptions: Initializ
   await connection.sendRequest("initialize", {
     processId: process.pid,
     rootUri: pathToFileURL(root).href,
-    capabilities: {},
+    capabilities,
     initializationOptions,
   });
   await connection.sendNotification("initialized", {});

@@ -61,6 +61,9 @@ local function handlers()
     ['agent/requestPermission'] = function(_, params, ctx)
       return require('mini_agent.approval').handle(params, ctx)
     end,
+    ['agent/elicit'] = function(_, params)
+      return require('mini_agent.elicit').handle(params)
+    end,
     ['window/logMessage'] = log.on_log_message,
     ['window/showMessage'] = function(_, params)
       log.write('showMessage ' .. tostring(params.message))
@@ -116,6 +119,16 @@ local function settle_trust(daemon, done)
   end)
 end
 
+--- The built-in client's capabilities (window/showDocument included: its handler opens an external
+--- link with vim.ui.open) plus the agent's: this plugin answers `agent/elicit`.
+local function capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  caps.experimental = vim.tbl_extend('force', caps.experimental or {}, {
+    agent = { elicitation = require('mini_agent.elicit').capability() },
+  })
+  return caps
+end
+
 local function start(lsp_config)
   return vim.lsp.start(lsp_config, {
     attach = false,
@@ -149,6 +162,7 @@ local function spawn(root)
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
     init_options = config.init_options(root),
+    capabilities = capabilities(),
     handlers = handlers(),
     on_init = function(client, result)
       daemon.agent = vim.tbl_get(result or {}, 'capabilities', 'experimental', 'agent')

@@ -13,7 +13,8 @@
  * user rejects it with Enter, having seen its arguments beside the picker) and one where the user points miniAgent.baseUrl at a dead server, meets
  * the error, fixes the URL and presses Retry; then the user picks the model in the status bar (the
  * next request names it, as the daemon's log shows) and "Ask before every tool call" (a read-only
- * tool then asks); last the user points miniAgent.command at a missing file. Between them the daemon's INFO log line must show in the output channel as [info]. Each part prints PASS, or FAIL with what the page showed (and the next part still runs); any
+ * tool then asks); then the workspace names an MCP server that asks for a name, and the user types it
+ * into the input box (the server records what it got); last the user points miniAgent.command at a missing file. Between them the daemon's INFO log line must show in the output channel as [info]. Each part prints PASS, or FAIL with what the page showed (and the next part still runs); any
  * FAIL exits non-zero.
  */
 
@@ -478,6 +479,37 @@ async function main(): Promise<void> {
       assert.deepEqual(counted.badges, ["completed"]);
       await checkNewSession(counted);
       console.log(`PASS permission mode: ${rows.join(", ")}; Ask before every tool call → count_file_lines asked, allowed → "${counted.answer}"`);
+    });
+
+    await phase("elicitation", async () => {
+      // The workspace now names an MCP server that asks for a name; the restarted daemon starts it.
+      fs.copyFileSync(process.env.E2E_ELICIT_CONFIG ?? assert.fail("E2E_ELICIT_CONFIG is not set"), path.join(workspace, "pyproject.toml"));
+      await command(page, "Mini Agent: Restart daemon");
+      await page.locator(".part.statusbar .statusbar-item", { hasText: "Ask always" }).first().click();
+      await quickInput(page).locator(".monaco-list-row", { hasText: "Ask when a tool needs approval" }).first().click();
+      await page.locator(".part.statusbar .statusbar-item", { hasText: "Ask when needed" }).first().waitFor({ timeout: WAIT_MS });
+      assert.equal(await ask(page, "Greet me", "Mini Agent: New Conversation"), "Mini Agent: Ask");
+      const title = quickInput(page).locator(".quick-input-title", { hasText: "greeter asks: What is your name?" });
+      await title.waitFor({ timeout: WAIT_MS });
+      await quickInput(page).locator(".quick-input-message", { hasText: "Name" }).waitFor({ timeout: WAIT_MS });
+      await quickInput(page).locator("input.input").fill("Ada");
+      await page.keyboard.press("Enter");
+      const greeting = quickInput(page).locator(".quick-input-message", { hasText: "Greeting" });
+      await greeting.waitFor({ timeout: WAIT_MS });
+      const prefilled = await quickInput(page).locator("input.input").inputValue();
+      assert.equal(prefilled, "hello", "the greeting's default is filled in");
+      await page.keyboard.press("Enter");
+      await quickInput(page).locator(".monaco-list-row", { hasText: "Send" }).first().click();
+      const greeted = await until("the greeting in the trace", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "done" ? dom : undefined;
+      });
+      assert.equal(greeted.answer?.split("\n")[0], "hello Ada");
+      // The restarted daemon's Sessions view is its own: only the session is checked to be a new one.
+      assert.ok(greeted.sessionId && !sessions.includes(greeted.sessionId), `a new session: ${greeted.sessionId}`);
+      const answers = fs.readFileSync(process.env.E2E_ANSWERS ?? assert.fail("E2E_ANSWERS is not set"), "utf-8");
+      assert.deepEqual(answers.trim().split("\n"), ["hello Ada"], "what the MCP server got");
+      console.log(`PASS elicitation: typed "Ada", kept "${prefilled}", Send → the server got ${JSON.stringify(answers.trim())}`);
     });
 
     await phase("wrong path", async () => {
