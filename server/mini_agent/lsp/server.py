@@ -30,7 +30,7 @@ from pygls.uris import to_fs_path
 from mini_agent import __version__
 from mini_agent.lsp import pygls_compat, session_config, slash, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
-from mini_agent.lsp.progress import cancellable, progress, server_token
+from mini_agent.lsp.progress import ask_client, cancellable, progress, server_token
 from mini_agent.plumbing import jsoncodec
 from mini_agent.plumbing.pipes import SafeWriter
 
@@ -180,7 +180,7 @@ class AgentServer(LanguageServer):
     async def _client_request(self, method: str, params: dict[str, Any]) -> Any:
         from mini_agent.lsp.wire import plain
 
-        return plain(await self.protocol.send_request_async(method, params))
+        return plain(await ask_client(self, method, params))
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A frame that is not JSON gets the JSON-RPC parse error (id null); the connection lives on."""

@@ -155,6 +155,8 @@ async def test_a_link_goes_to_a_client_announcing_url_mode_and_only_to_one(tmp_p
 @pytest.mark.asyncio
 async def test_cancelling_the_step_while_the_person_is_asked_ends_the_call(tmp_path: Path) -> None:
     asked: list[dict[str, Any]] = []
+    withdrawn: list[dict[str, Any]] = []
+    questions: list[dict[str, Any]] = []
 
     async def silent(params: dict[str, Any]) -> Any:
         asked.append(params)
@@ -165,13 +167,22 @@ async def test_cancelling_the_step_while_the_person_is_asked_ends_the_call(tmp_p
     async with ReplayServer(script) as model:
         options = {"llm": {"baseUrl": model.base_url}, "store": {"enabled": False}}
         async with AgentClient.spawn(
-            root=tmp_path, options=options, capabilities=ELICITING, handlers={"agent/elicit": silent}
+            root=tmp_path,
+            options=options,
+            capabilities=ELICITING,
+            handlers={"agent/elicit": silent},
+            tap=lambda direction, message: questions.append(message)
+            if message.get("method") == "agent/elicit"
+            else None,
         ) as client:
+            client.connection.on_notification("$/cancelRequest", withdrawn.append)
             session_id = await client.start_session("greet me", mcp_servers=[eliciting_server(answers)])
             step = asyncio.create_task(client.step(session_id))
             await wait_for(lambda: bool(asked))
             await client.cancel(session_id)
             result = await asyncio.wait_for(step, 30)
             assert result["stopReason"] == "cancelled"
+            await wait_for(lambda: bool(withdrawn))  # the editor may close its prompt
+            assert [w["id"] for w in withdrawn] == [q["id"] for q in questions]
             assert await client.list_tools()  # the daemon goes on answering
     assert not answers.exists()  # the server's tool was cancelled while it waited
