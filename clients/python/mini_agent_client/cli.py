@@ -84,9 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("files", nargs="+", metavar="FILE")
     _root_option(tools)
 
-    mcp = commands.add_parser("mcp", help="serve workspace functions as an MCP server on stdio")
+    mcp = commands.add_parser("mcp", help="serve workspace functions as an MCP server (stdio, or HTTP)")
+    mcp.add_argument("files", nargs="*", metavar="FILE",
+                     help="workspace Python files whose functions to serve")
     mcp.add_argument("--tools", action="append", default=[], metavar="FILE",
                      help="a workspace Python file whose functions to serve (repeat for more)")
+    mcp.add_argument("--http", metavar="[HOST:]PORT",
+                     help="serve Streamable HTTP at http://HOST:PORT/mcp (host: 127.0.0.1; port 0: any free "
+                     "one); a bearer token is required when MINI_AGENT_MCP_TOKEN is set")
     mcp.add_argument("--timeout-sec", type=float, help="per-call time limit (default: 30)")
     mcp.add_argument("--max-output-bytes", type=int, help="output cap per call (default: 65536)")
     _root_option(mcp)
@@ -176,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
 
         root = getattr(args, "root", Path.cwd())
         return serve_mcp(
-            root, args.tools, timeout_sec=args.timeout_sec, max_output_bytes=args.max_output_bytes
-        )
+            root, [*args.tools, *args.files], timeout_sec=args.timeout_sec,
+            max_output_bytes=args.max_output_bytes, http=args.http,
+        )  # fmt: skip
     if args.command in ("trust", "untrust"):
         return trust_command(args.dir, trusting=args.command == "trust")
     if args.command == "sessions" and args.action == "export":
@@ -323,7 +329,24 @@ def _spawn(root: Path, **fields: Any) -> contextlib.AbstractAsyncContextManager[
     """The command's daemon. Its log stays quiet unless MINI_AGENT_LOG asks for it: every failure
     reaches this command as an answer or a `window/showMessage`, and the command says each once."""
     env = {**os.environ, "MINI_AGENT_LOG": os.environ.get("MINI_AGENT_LOG", "CRITICAL")}
+    fields.setdefault("capabilities", {"window": {"showDocument": {"support": True}}})
+    fields.setdefault("handlers", {"window/showDocument": _show_document})
     return AgentClient.spawn(root=root, env=env, on_message=_show_message, **fields)
+
+
+async def _show_document(params: dict[str, Any]) -> dict[str, Any]:
+    """A page the daemon asks to open (an MCP server's sign-in): its link on stderr, and a browser
+    where there is a display to show one on."""
+    uri = str(params.get("uri", ""))
+    say(f"open {uri}")
+    opened = False
+    desktop = sys.platform in ("darwin", "win32")
+    display = desktop or any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY"))
+    if uri.startswith(("https://", "http://")) and display:
+        import webbrowser
+
+        opened = await asyncio.to_thread(webbrowser.open, uri)
+    return {"success": opened}
 
 
 def _show_message(params: dict[str, Any]) -> None:

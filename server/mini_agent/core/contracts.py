@@ -95,6 +95,7 @@ class Observation:
     truncated: bool = False
     logs: str = ""  # what the tool printed to stdout/stderr while it ran
     shown: str | None = None  # what the model was shown when `output` was cut to fit its window
+    structured: dict[str, Any] | None = None  # the result as the tool's `output_schema` describes it
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,10 +199,30 @@ class ToolOptions:
     requires_approval: bool = False
     idempotent: bool = False
     timeout_sec: float | None = None  # None: the daemon's `tools.timeoutSec`
+    # MCP's behaviour hints (None: not said): it only reads / may destroy / reaches outside the workspace
+    read_only: bool | None = None
+    destructive: bool | None = None
+    open_world: bool | None = None
 
     def __post_init__(self) -> None:
         if self.timeout_sec is not None and self.timeout_sec <= 0:
             raise ValueError(f"a tool's timeout must be positive, got {self.timeout_sec:g}")
+
+    @property
+    def hints(self) -> tuple[tuple[str, bool], ...]:
+        """The hints declared, by their MCP names (`ToolSpec.hints`); idempotence is its own field."""
+        named = {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "openWorldHint": self.open_world,
+        }
+        return tuple(sorted((name, value) for name, value in named.items() if value is not None))
+
+    @property
+    def asks(self) -> bool:
+        """Whether a call waits for approval: as asked, unless the tool only reads (and does not
+        destroy), as for an MCP server's read-only tool."""
+        return self.requires_approval and not (self.read_only is True and self.destructive is not True)
 
     def over(self, declared: ToolOptions) -> ToolOptions:
         """These options (a registration's) on top of `declared` (the decorator's): a value set here
@@ -212,6 +233,9 @@ class ToolOptions:
             self.requires_approval or declared.requires_approval,
             self.idempotent or declared.idempotent,
             declared.timeout_sec if self.timeout_sec is None else self.timeout_sec,
+            declared.read_only if self.read_only is None else self.read_only,
+            declared.destructive if self.destructive is None else self.destructive,
+            declared.open_world if self.open_world is None else self.open_world,
         )
 
 
@@ -231,6 +255,7 @@ class ToolSpec:
     mcp_server: str | None = None  # the MCP server it comes from
     # the MCP annotations (readOnlyHint, ...) its server set, as (name, value): absent ones stay unknown
     hints: tuple[tuple[str, bool], ...] = ()
+    output_schema: dict[str, Any] | None = None  # what a result's structured value looks like
 
     def to_openai(self) -> dict[str, Any]:
         """The `tools` entry of a chat-completions request."""

@@ -1,4 +1,4 @@
-"""`mini-agent mcp`: the workspace's reflected functions served to any MCP client over stdio.
+"""`mini-agent mcp`: the workspace's reflected functions served to any MCP client (stdio or HTTP).
 
 The same `ToolRegistry` the daemon uses does the work (reflection, argument validation, the isolated
 tool host, timeouts, output cap), so a tool behaves the same whether a mini-agent session or Claude
@@ -8,11 +8,12 @@ host subprocesses whose fd 1 is a capture file, so nothing but MCP messages reac
 The SDK is bent in two places, each for an answer it leaves out: its stdio reader takes its lines
 from `lines.CheckedLines`, which answers those the reader would drop (not JSON, not JSON-RPC, too
 deep), and `name_fields` words its -32602 for params that do not validate with the fields at fault.
+`results` turns an observation into a `CallToolResult` (structured content, progress), `watch`
+reloads a saved file and tells the clients, `http` serves Streamable HTTP.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import sys
@@ -23,37 +24,40 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from mini_agent import __version__
 from mini_agent.app.options import ToolHostOptions
-from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.strict import invalid
 from mini_agent.mcp.lines import INVALID_PARAMS, CheckedLines
+from mini_agent.mcp.results import call_result, mcp_tool, run_call
+from mini_agent.mcp.watch import Clients, Watcher
 from mini_agent.telemetry.config import settings
 from mini_agent.tools.registry import RegistrationError, ToolRegistry
 
 log = logging.getLogger("mini_agent.mcp.server")
 
-
-def mcp_tool(spec: ToolSpec) -> types.Tool:
-    """The MCP `Tool` for a registered workspace function, with the schema `agent/listTools` shows."""
-    annotations = types.ToolAnnotations(idempotent_hint=True) if spec.idempotent else None
-    return types.Tool(
-        name=spec.name,
-        title=spec.title,
-        description=spec.description,
-        input_schema=spec.input_schema,
-        annotations=annotations,
-    )
+__all__ = ["build_server", "main", "mcp_tool", "name_fields", "serve"]
 
 
-def build_server(registry: ToolRegistry) -> Server[Any]:
-    call_ids = itertools.count(1)
+class ToolServer(Server[Any]):
+    """The SDK's low-level server, announcing `tools.listChanged` (a saved file changes the list)."""
 
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
+
+
+def build_server(registry: ToolRegistry, clients: Clients | None = None) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -62,16 +66,15 @@ def build_server(registry: ToolRegistry) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        call = ToolCall(id=f"mcp-{next(call_ids)}", name=params.name, arguments=params.arguments or {})
-        observation = await registry.execute(call, session_id="mcp")
+        observation = await run_call(registry, ctx, params)
         if observation.logs:
             log.info("%s printed:\n%s", params.name, observation.logs.rstrip())
-        return types.CallToolResult(
-            content=[types.TextContent(text=observation.output)], is_error=observation.is_error
-        )
+        return call_result(registry.get(params.name), observation)
 
-    server = Server("mini-agent", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
+    server = ToolServer("mini-agent", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
     server.middleware.append(name_fields)
+    if clients is not None:
+        server.middleware.append(clients.remember)
     return server
 
 
@@ -84,8 +87,16 @@ async def name_fields(ctx: ServerRequestContext[Any], call_next: CallNext) -> Ha
         raise MCPError(INVALID_PARAMS, str(invalid(ctx.method, exc))) from None
 
 
-async def serve(root: Path, files: Sequence[str], *, timeout_sec: float, max_output_bytes: int) -> int:
-    """Register `files` and serve them until the client closes stdin; 1 if a file does not register."""
+async def serve(
+    root: Path,
+    files: Sequence[str],
+    *,
+    timeout_sec: float,
+    max_output_bytes: int,
+    http: str | None = None,
+) -> int:
+    """Register `files` and serve them (stdio until the client closes stdin, or HTTP on `http`,
+    `[HOST:]PORT`); 1 if a file does not register or the address is refused."""
     registry = ToolRegistry(root, timeout_sec=timeout_sec, max_output_bytes=max_output_bytes)
     try:
         for path in files:
@@ -94,18 +105,43 @@ async def serve(root: Path, files: Sequence[str], *, timeout_sec: float, max_out
             except RegistrationError as exc:
                 print(f"mini-agent mcp: {exc}", file=sys.stderr)
                 return 1
-        server = build_server(registry)
-        lines = CheckedLines(anyio.wrap_file(sys.stdin.buffer).__aiter__())
-        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
-            lines.answer_with(write_stream)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-        return 0
+        clients = Clients()
+        server = build_server(registry, clients)
+        async with anyio.create_task_group() as group:
+            group.start_soon(Watcher(registry, root, files, clients).run)
+            code = await (_serve_http(server, http) if http is not None else _serve_stdio(server))
+            group.cancel_scope.cancel()
+        return code
     finally:
         await registry.aclose()
 
 
+async def _serve_stdio(server: Server[Any]) -> int:
+    lines = CheckedLines(anyio.wrap_file(sys.stdin.buffer).__aiter__())
+    async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+        lines.answer_with(write_stream)
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+    return 0
+
+
+async def _serve_http(server: Server[Any], address: str) -> int:
+    from mini_agent.mcp.http import AddressError, serve_http
+
+    try:
+        await serve_http(server, address, token=os.environ.get("MINI_AGENT_MCP_TOKEN") or None)
+    except AddressError as exc:
+        print(f"mini-agent mcp: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(
-    root: Path, files: Sequence[str], *, timeout_sec: float | None = None, max_output_bytes: int | None = None
+    root: Path,
+    files: Sequence[str],
+    *,
+    timeout_sec: float | None = None,
+    max_output_bytes: int | None = None,
+    http: str | None = None,
 ) -> int:
     """Defaults are the daemon's (`initializationOptions.tools`)."""
     defaults = ToolHostOptions()
@@ -120,7 +156,9 @@ def main(
 
         provider = install_global(traced)
     try:
-        result: int = anyio.run(lambda: serve(root, files, timeout_sec=timeout, max_output_bytes=cap))
+        result: int = anyio.run(
+            lambda: serve(root, files, timeout_sec=timeout, max_output_bytes=cap, http=http)
+        )
     finally:
         if provider is not None:
             provider.shutdown()

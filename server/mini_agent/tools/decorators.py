@@ -30,6 +30,9 @@ def tool(
     requires_approval: bool = False,
     idempotent: bool = False,
     timeout_sec: float | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    open_world: bool | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -42,12 +45,20 @@ def tool(
     requires_approval: bool = False,
     idempotent: bool = False,
     timeout_sec: float | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    open_world: bool | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a workspace function as a tool, as `@tool` or `@tool(name=..., ...)`.
 
-    The function itself is returned unchanged, so it stays callable and testable as plain Python.
+    `read_only`, `destructive`, `idempotent` and `open_world` are MCP's tool hints (`readOnlyHint`, ...:
+    `mini-agent mcp` serves them as the tool's annotations); a read-only tool that is not destructive
+    is not asked about even with `requires_approval`, as an MCP server's read-only tool. The function
+    itself is returned unchanged, so it stays callable and testable as plain Python.
     """
-    options = ToolOptions(name, description, requires_approval, idempotent, timeout_sec)
+    options = ToolOptions(
+        name, description, requires_approval, idempotent, timeout_sec, read_only, destructive, open_world
+    )
 
     def mark(target: F) -> F:
         setattr(target, OPTIONS_ATTRIBUTE, options)

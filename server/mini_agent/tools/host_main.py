@@ -218,34 +218,50 @@ class Host:
 
     def _call(self, request: CallRequest) -> CallResult:
         with self._capture.active(), _traced(request.traceparent):
-            output, is_error = self._run(request)
+            output, is_error, structured = self._run(request)
         output, truncated = protocol.cap_text(output, self._max_output)
-        return CallResult(output, is_error, truncated, self._capture.take())
+        if truncated:  # a value too big for the text is too big for the structured copy as well
+            structured = None
+        return CallResult(output, is_error, truncated, self._capture.take(), structured)
 
-    def _run(self, request: CallRequest) -> tuple[str, bool]:
+    def _run(self, request: CallRequest) -> tuple[str, bool, dict[str, Any] | None]:
+        """The result's text, whether it is an error, and its structured content (see `returns`)."""
+        text, is_error, value = self._invoke(request)
+        if is_error:
+            return text, True, None
+        try:
+            tool = self._workspace.tool(request.path, request.function)
+            return text, False, tool.structured(value)
+        except ResultError as exc:  # the text stands; an MCP client that wants the structure is told
+            print(f"{request.tool} {exc}", file=sys.stderr)
+            return text, False, None
+
+    def _invoke(self, request: CallRequest) -> tuple[str, bool, Any]:
         label, path = request.tool, request.path
         try:
             if request.reload or not self._workspace.loaded(path):
                 self._workspace.load(path)
             tool = self._workspace.tool(path, request.function)
         except LoadFailure as exc:
-            return f"cannot run {label}: {exc}", True
+            return f"cannot run {label}: {exc}", True, None
         try:
-            return _unicode_only(render_result(tool.invoke(request.arguments))), False
+            value = tool.invoke(request.arguments)
+            return _unicode_only(render_result(value)), False, value
         except ArgumentsError as exc:
-            return f"Invalid arguments for {label}:\n{exc}", True
+            return f"Invalid arguments for {label}:\n{exc}", True, None
         except ResultError as exc:
-            return f"{label} {exc}", True
+            return f"{label} {exc}", True, None
         except SystemExit as exc:
-            return f"{label} called sys.exit({exc.code!r})", True
+            return f"{label} called sys.exit({exc.code!r})", True, None
         except BaseException as exc:
             if isinstance(exc, MemoryError) and self._max_memory_mb:
                 return (
                     f"{label} ran out of memory (the limit is tools.maxMemoryMB = {self._max_memory_mb})",
                     True,
+                    None,
                 )
             _print_user_traceback(exc)
-            return f"{label} raised {_one_line(exc)}", True
+            return f"{label} raised {_one_line(exc)}", True, None
 
 
 def main(argv: list[str] | None = None) -> int:

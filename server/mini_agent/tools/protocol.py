@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic_core import from_json, to_json
@@ -96,7 +96,11 @@ def request_of(raw: dict[str, Any]) -> Request:
     if op == "call":
         traceparent = raw.get("traceparent")
         return CallRequest(
-            raw["path"], raw["function"], raw["tool"], raw.get("arguments", {}), bool(raw.get("reload")),
+            raw["path"],
+            raw["function"],
+            raw["tool"],
+            raw.get("arguments", {}),
+            bool(raw.get("reload")),
             traceparent if isinstance(traceparent, str) else None,
         )
     raise ProtocolError(f"unknown request {op!r}")
@@ -112,6 +116,7 @@ class DescribedTool:
     input_schema: dict[str, Any]
     source: ToolSource
     options: ToolOptions
+    output_schema: dict[str, Any] | None = None  # from the return annotation (`returns.py`)
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -122,6 +127,12 @@ class DescribedTool:
             "requiresApproval": self.options.requires_approval,
             "idempotent": self.options.idempotent,
             "timeoutSec": self.options.timeout_sec,
+            **_said(
+                outputSchema=self.output_schema,
+                readOnly=self.options.read_only,
+                destructive=self.options.destructive,
+                openWorld=self.options.open_world,
+            ),
         }
 
     @classmethod
@@ -131,6 +142,9 @@ class DescribedTool:
             requires_approval=bool(raw["requiresApproval"]),
             idempotent=bool(raw["idempotent"]),
             timeout_sec=raw["timeoutSec"],
+            read_only=_hint(raw.get("readOnly")),
+            destructive=_hint(raw.get("destructive")),
+            open_world=_hint(raw.get("openWorld")),
         )
         return cls(
             raw["name"],
@@ -138,6 +152,7 @@ class DescribedTool:
             raw["inputSchema"],
             ToolSource(source["path"], source["function"], source["line"]),
             options,
+            raw.get("outputSchema"),
         )
 
 
@@ -170,6 +185,8 @@ class CallResult:
     is_error: bool = False
     truncated: bool = False
     logs: str = ""
+    # the value as its output schema describes it: a copy of what `output` says, so not compared
+    structured: dict[str, Any] | None = field(default=None, compare=False)
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -177,11 +194,16 @@ class CallResult:
             "isError": self.is_error,
             "truncated": self.truncated,
             "logs": self.logs,
+            **({"structured": self.structured} if self.structured is not None else {}),
         }
 
     @classmethod
     def of(cls, raw: dict[str, Any]) -> CallResult:
-        return cls(raw["output"], bool(raw["isError"]), bool(raw.get("truncated")), raw["logs"])
+        structured = raw.get("structured")
+        return cls(
+            raw["output"], bool(raw["isError"]), bool(raw.get("truncated")), raw["logs"],
+            structured if isinstance(structured, dict) else None,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +223,15 @@ class Progress:
             message if isinstance(message, str) else None,
             float(fraction) if isinstance(fraction, int | float) else None,
         )
+
+
+def _said(**values: Any) -> dict[str, Any]:
+    """The keys whose value is not None (a tool's optional facts, absent while not declared)."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _hint(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def is_progress(raw: dict[str, Any]) -> bool:

@@ -23,6 +23,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from mini_agent.core.contracts import ToolOptions, ToolSource
 from mini_agent.tools.decorators import OPTIONS_ATTRIBUTE
 from mini_agent.tools.protocol import DescribedTool
+from mini_agent.tools.returns import Output, StructureError, output_of
 from mini_agent.tools.signature import (
     Docstring,
     JsonSchema,
@@ -41,7 +42,7 @@ class ArgumentsError(Exception):
 
 
 class ResultError(Exception):
-    """The function returned something that has no JSON form."""
+    """The function returned something that has no JSON form, or not the form its annotation says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ class ReflectedTool:
     _params: tuple[Param, ...]
     _extras: TypeAdapter[dict[str, Any]] | None
     _union_fields: frozenset[str]
+    output: Output | None = None
 
     def describe(self, path: str) -> DescribedTool:
         """What the tool host tells the daemon of this tool."""
@@ -66,9 +68,22 @@ class ReflectedTool:
             requires_approval=self.options.requires_approval,
             idempotent=self.options.idempotent,
             timeout_sec=self.options.timeout_sec,
+            read_only=self.options.read_only,
+            destructive=self.options.destructive,
+            open_world=self.options.open_world,
         )
         source = ToolSource(path, self.function_name, self.line)
-        return DescribedTool(self.name, self.description, self.input_schema, source, run)
+        schema = None if self.output is None else self.output.schema
+        return DescribedTool(self.name, self.description, self.input_schema, source, run, schema)
+
+    def structured(self, value: Any) -> dict[str, Any] | None:
+        """The structured content of a returned `value`: None without an output schema."""
+        if self.output is None:
+            return None
+        try:
+            return self.output.structured(value)
+        except StructureError as exc:
+            raise ResultError(str(exc)) from None
 
     def bind(self, arguments: object) -> tuple[list[Any], dict[str, Any]]:
         """Validate and coerce `arguments`; return what to pass positionally and by name."""
@@ -170,6 +185,7 @@ def reflect(
         _params=tuple(builder.params),
         _extras=builder.extras_adapter,
         _union_fields=frozenset(builder.union_fields),
+        output=output_of(label, hints),
     )
 
 

@@ -51,6 +51,7 @@ class ExternalTools(Protocol):
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _Key = tuple[str, str | None]  # (relative path, function or None for the whole file)
+_HINTS = ("read_only", "destructive", "open_world")  # left out of a record while not said
 _NO_OPTIONS = ToolOptions()  # a registration that sets none: the decorator's (or the defaults) apply
 
 
@@ -72,7 +73,10 @@ class _FileRegistration:
 
     def record(self) -> dict[str, Any]:
         """This registration as a flat JSON record (see `of_record`)."""
-        return {"path": self.path, "function": self.function, **dataclasses.asdict(self.options)}
+        options = {
+            k: v for k, v in dataclasses.asdict(self.options).items() if v is not None or k not in _HINTS
+        }
+        return {"path": self.path, "function": self.function, **options}
 
     @classmethod
     def of_record(cls, record: dict[str, Any]) -> _FileRegistration:
@@ -255,6 +259,7 @@ class ToolRegistry:
             execution_time_ms=(time.perf_counter() - started) * 1000.0,
             truncated=result.truncated,
             logs=result.logs,
+            structured=result.structured,
         )
 
     async def aclose(self) -> None:
@@ -430,9 +435,11 @@ def _spec(registration: _FileRegistration, described: DescribedTool) -> ToolSpec
         description=described.description,
         input_schema=described.input_schema,
         source=dataclasses.replace(described.source, path=registration.path),
-        requires_approval=options.requires_approval,
+        requires_approval=options.asks,
         idempotent=options.idempotent,
         timeout_sec=options.timeout_sec,
+        hints=options.hints,
+        output_schema=described.output_schema,
     )
 
 

@@ -268,3 +268,9 @@ class Docstring:
                 out.append("")
             out.append(line)
         return "\n".join(out)
+
+
+# What `returns.py` builds output schemas with, so both schemas are made the same way.
+NoFieldTitles = _NoFieldTitles
+inline_refs = _json_schema
+portable = _portable

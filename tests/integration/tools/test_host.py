@@ -121,6 +121,12 @@ async def test_load_returns_tool_dicts(host: ToolHost, tools_file: Path) -> None
             "requiresApproval": False,
             "idempotent": False,
             "timeoutSec": None,
+            "outputSchema": {
+                "type": "object",
+                "title": "echoOutput",
+                "properties": {"result": {"type": "string"}},
+                "required": ["result"],
+            },
         }
     ]
 
