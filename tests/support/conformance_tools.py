@@ -4,6 +4,7 @@ tests/e2e/mcp/test_mcp_server_conformance.py serves this file with `mini-agent m
 from __future__ import annotations
 
 import time
+from typing import TypedDict
 
 from mini_agent import tool
 from mini_agent.tools.progress import report
@@ -28,3 +29,15 @@ def test_tool_with_progress() -> str:
         report(f"step {step + 1} of 3", fraction=step / 2)
         time.sleep(STEP_SEC)
     return "progress reported"
+
+
+class address(TypedDict):  # the suite looks for `$defs.address`, named by the type
+    """A postal address."""
+
+    street: str
+    city: str
+
+
+def json_schema_2020_12_tool(name: str, address: address | None = None) -> str:
+    """Take a name and, optionally, an address (a named type, so its schema lands in `$defs`)."""
+    return f"{name} at {address['city']}" if address else name

@@ -256,6 +256,8 @@ class ToolSpec:
     # the MCP annotations (readOnlyHint, ...) its server set, as (name, value): absent ones stay unknown
     hints: tuple[tuple[str, bool], ...] = ()
     output_schema: dict[str, Any] | None = None  # what a result's structured value looks like
+    # `input_schema` as declared, its named types once in `$defs` (the model is shown them inlined)
+    declared_schema: dict[str, Any] | None = None
 
     def to_openai(self) -> dict[str, Any]:
         """The `tools` entry of a chat-completions request."""

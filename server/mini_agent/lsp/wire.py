@@ -146,8 +146,11 @@ def tool_spec(spec: ToolSpec) -> dict[str, Any]:
         out["client"] = True
     if spec.mcp_server is not None:
         out["mcpServer"] = spec.mcp_server
-    if spec.idempotent:
-        out["annotations"] = {"idempotentHint": True}
+    annotations = dict(spec.hints) | ({"idempotentHint": True} if spec.idempotent else {})
+    if annotations:
+        out["annotations"] = annotations
+    if spec.output_schema is not None:
+        out["outputSchema"] = spec.output_schema
     if spec.source is not None:
         out["source"] = {"path": spec.source.path, "function": spec.source.function, "line": spec.source.line}
     return out

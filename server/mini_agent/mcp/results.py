@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 # Progress reports held while the client is slow to take them; past this, reports are dropped (the
 # client sees fewer `notifications/progress`, never a slower tool).
 PROGRESS_BACKLOG = 64
+DIALECT = "https://json-schema.org/draft/2020-12/schema"  # of every schema we build (MCP's default)
 PERCENT = 100.0  # a reported fraction goes out as `progress` of this `total`
 UNSTRUCTURED = "{name} returned a value that does not match its outputSchema; see the server's log"
 
@@ -43,7 +44,7 @@ def mcp_tool(spec: ToolSpec) -> types.Tool:
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        input_schema=spec.input_schema,
+        input_schema={"$schema": DIALECT, **(spec.declared_schema or spec.input_schema)},
         output_schema=spec.output_schema,
         annotations=annotations,
     )

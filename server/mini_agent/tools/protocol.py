@@ -117,6 +117,7 @@ class DescribedTool:
     source: ToolSource
     options: ToolOptions
     output_schema: dict[str, Any] | None = None  # from the return annotation (`returns.py`)
+    declared_schema: dict[str, Any] | None = None  # `input_schema` with `$defs` kept, when it has any
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -129,6 +130,7 @@ class DescribedTool:
             "timeoutSec": self.options.timeout_sec,
             **_said(
                 outputSchema=self.output_schema,
+                declaredSchema=self.declared_schema,
                 readOnly=self.options.read_only,
                 destructive=self.options.destructive,
                 openWorld=self.options.open_world,
@@ -153,6 +155,7 @@ class DescribedTool:
             ToolSource(source["path"], source["function"], source["line"]),
             options,
             raw.get("outputSchema"),
+            raw.get("declaredSchema"),
         )
 
 

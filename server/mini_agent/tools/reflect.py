@@ -61,6 +61,7 @@ class ReflectedTool:
     _extras: TypeAdapter[dict[str, Any]] | None
     _union_fields: frozenset[str]
     output: Output | None = None
+    declared_schema: JsonSchema | None = None  # `input_schema` with its named types kept in `$defs`
 
     def describe(self, path: str) -> DescribedTool:
         """What the tool host tells the daemon of this tool."""
@@ -74,7 +75,9 @@ class ReflectedTool:
         )
         source = ToolSource(path, self.function_name, self.line)
         schema = None if self.output is None else self.output.schema
-        return DescribedTool(self.name, self.description, self.input_schema, source, run, schema)
+        return DescribedTool(
+            self.name, self.description, self.input_schema, source, run, schema, self.declared_schema
+        )
 
     def structured(self, value: Any) -> dict[str, Any] | None:
         """The structured content of a returned `value`: None without an output schema."""
@@ -186,6 +189,7 @@ def reflect(
         _extras=builder.extras_adapter,
         _union_fields=frozenset(builder.union_fields),
         output=output_of(label, hints),
+        declared_schema=builder.declared,
     )
 
 

@@ -440,6 +440,7 @@ def _spec(registration: _FileRegistration, described: DescribedTool) -> ToolSpec
         timeout_sec=options.timeout_sec,
         hints=options.hints,
         output_schema=described.output_schema,
+        declared_schema=described.declared_schema,
     )
 
 

@@ -59,6 +59,7 @@ class ModelBuilder:
         self.params: list[Param] = []
         self.union_fields: set[str] = set()
         self.extras_type: Any = None
+        self.declared: JsonSchema | None = None  # with `$defs` kept, when the inlined schema has any
         self.extras_adapter: TypeAdapter[dict[str, Any]] | None = None
         self.extras_description: str | None = None
 
@@ -83,7 +84,9 @@ class ModelBuilder:
         config = ConfigDict(extra="forbid", protected_namespaces=())
         try:
             model = create_model(f"{self.label}_arguments", __config__=config, **self.fields)
-            schema = _json_schema(model.model_json_schema(by_alias=True, schema_generator=_NoFieldTitles))
+            raw = model.model_json_schema(by_alias=True, schema_generator=_NoFieldTitles)
+            defs = raw.get("$defs")
+            schema = _json_schema(dict(raw))  # it pops `$defs` off the top level only
             extras_schema: Any = False
             if self.extras_type is not None:
                 extras_schema = self._extras_schema()
@@ -95,6 +98,8 @@ class ModelBuilder:
             "required": schema.get("required", []),
             "additionalProperties": extras_schema,
         }
+        if defs:  # the schema as declared: its named types once, in `$defs`, and referred to
+            self.declared = {**root, "properties": raw.get("properties", {}), "$defs": defs}
         return model, root
 
     def _extras_schema(self) -> Any:

@@ -46,8 +46,9 @@ async def test_lists_the_schemas_the_daemon_shows(
     async with mcp_command(workspace, "tools.py") as session:
         listed = (await session.list_tools()).tools
     assert [t.name for t in listed] == ["list_python_files", "count_file_lines"]
-    assert [(t.name, t.description, t.input_schema) for t in listed] == [
-        (t["name"], t["description"], t["inputSchema"]) for t in daemon_tools
+    dialect = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
+    assert [(t.name, t.description, t.input_schema, t.output_schema) for t in listed] == [
+        (t["name"], t["description"], dialect | t["inputSchema"], t["outputSchema"]) for t in daemon_tools
     ]
 
 

@@ -7,6 +7,7 @@ same path through a real host subprocess.
 
 from __future__ import annotations
 
+import json
 import textwrap
 import types
 from enum import Enum
@@ -25,6 +26,7 @@ from mini_agent.tools.reflect import (
     render_result,
 )
 from mini_agent.tools.signature import ReflectionError
+from pydantic import BaseModel
 
 
 def load(tmp_path: Path, source: str, stem: str = "workspace_tools") -> types.ModuleType:
@@ -642,3 +644,34 @@ def test_render_dataclass_and_model(tmp_path: Path) -> None:
 def test_unserialisable_result_is_refused_not_repr() -> None:
     with pytest.raises(ResultError, match="object value, which has no JSON form"):
         render_result(object())
+
+
+class Node(BaseModel):
+    label: str
+    children: list[Node]
+
+
+def test_a_named_type_is_declared_once_in_defs_and_inlined_for_the_model() -> None:
+    def tree(root: Node, depth: int = 1) -> int:
+        """Walk a tree."""
+        return depth
+
+    tool = reflect(tree)
+    assert "$defs" not in json.dumps(tool.input_schema) and "$ref" not in json.dumps(tool.input_schema)
+    declared = tool.declared_schema
+    assert declared is not None
+    assert declared["properties"]["root"] == {"$ref": "#/$defs/Node"}
+    assert declared["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert declared["additionalProperties"] is False and declared["required"] == ["root"]
+    Draft202012Validator.check_schema(declared)
+    good = {"root": {"label": "a", "children": [{"label": "b", "children": []}]}}
+    assert Draft202012Validator(declared).is_valid(good)
+    assert not Draft202012Validator(declared).is_valid({"root": {"label": "a", "children": [{"label": 1}]}})
+
+
+def test_a_signature_without_named_types_declares_nothing_more() -> None:
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert reflect(add).declared_schema is None
