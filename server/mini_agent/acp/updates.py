@@ -84,10 +84,11 @@ EDITOR_KINDS: dict[str, ToolKind] = {"read_text_file": "read", "write_text_file"
 
 
 def kind_of(name: str, spec: ToolSpec | None) -> ToolKind:
-    """ACP's tool kind, from the MCP annotations the tool's server set (docs/acp.md has the table).
-    Only hints a server gave count: MCP's defaults for absent ones (destructive, open world) would
-    make every unannotated tool look like a destructive fetch. Workspace functions declare no hints
-    and stay `other`, as does a tool no source lists any more (a replayed call of a stopped server)."""
+    """ACP's tool kind, from the MCP annotations the tool's server, or a workspace function's `@tool`,
+    set (docs/acp.md has the table). Only hints given count: MCP's defaults for absent ones
+    (destructive, open world) would make every unannotated tool look like a destructive fetch. A tool
+    without hints stays `other`, as does one no source lists any more (a replayed call of a stopped
+    server)."""
     if name in EDITOR_KINDS:
         return EDITOR_KINDS[name]
     hints = dict(spec.hints) if spec is not None else {}

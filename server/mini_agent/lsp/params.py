@@ -25,6 +25,9 @@ class RegisterToolParams(Params):
     requires_approval: bool = False
     idempotent: bool = False
     timeout_sec: float | None = None
+    read_only: bool | None = None  # MCP's hints, over the decorator's (None: as the function declares)
+    destructive: bool | None = None
+    open_world: bool | None = None
     client: bool = False
     input_schema: dict[str, Any] | None = None
 
@@ -37,7 +40,14 @@ class RegisterToolParams(Params):
 
     def options(self) -> contracts.ToolOptions:
         return contracts.ToolOptions(
-            self.name, self.description, self.requires_approval, self.idempotent, self.timeout_sec
+            self.name,
+            self.description,
+            self.requires_approval,
+            self.idempotent,
+            self.timeout_sec,
+            self.read_only,
+            self.destructive,
+            self.open_world,
         )
 
     def registration(self) -> ToolRegistration:

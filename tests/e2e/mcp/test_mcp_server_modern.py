@@ -245,3 +245,16 @@ async def test_a_read_only_tool_is_not_asked_about_through_the_lsp_door(
     guarded = ("peek", "peek_and_drop", "drop")
     asks = {t["name"]: t["requiresApproval"] for t in listed if t["name"] in guarded}
     assert asks == {"peek": False, "peek_and_drop": True, "drop": True}
+    annotations = {t["name"]: t.get("annotations") for t in listed if t["name"] in guarded}
+    assert annotations == {
+        "peek": {"readOnlyHint": True},
+        "peek_and_drop": {"readOnlyHint": True, "destructiveHint": True},
+        "drop": None,
+    }
+    # agent/registerTool's hints override the decorator's: the registering client has the last word
+    await client.request(
+        "agent/registerTool", {"path": "guarded.py", "function": "drop", "readOnly": True, "openWorld": True}
+    )
+    relisted = {t["name"]: t for t in (await client.request("agent/listTools", None))["tools"]}
+    assert relisted["drop"]["requiresApproval"] is False
+    assert relisted["drop"]["annotations"] == {"readOnlyHint": True, "openWorldHint": True}
