@@ -42,6 +42,7 @@ MAX_FILE_BYTES = workspace_file.MAX_FILE_BYTES
 # Names that hold a secret: a key `api_key` (any spelling: apiKey, api-key) anywhere in the table, and an
 # MCP server's header or variable (`{name, value}`) named so, or `Authorization`.
 _SECRET_NAMES = ("apikey",)
+_SECRET_KEYS = ("clientsecret",)  # an OAuth client's secret: `oauth.clientSecretEnv` names its variable
 _SECRET_HEADERS = ("authorization", "proxyauthorization")
 
 
@@ -112,7 +113,7 @@ def _secrets(table: Mapping[str, Any], prefix: str) -> Iterator[str]:
             if isinstance(name, str) and "value" in value and _secret_name(name, _SECRET_HEADERS):
                 yield f"{where} ({name})"
             for key, item in value.items():
-                if _secret_name(str(key), ()):
+                if _secret_name(str(key), _SECRET_KEYS):
                     yield f"{at}{key}"
                 stack.append((f"{at}{key}", item))
         elif isinstance(value, list):

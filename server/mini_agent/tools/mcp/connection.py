@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +73,7 @@ class Connection:
         self._process: Process | None = None
         self.session: ClientSession | None = None
         self.task: asyncio.Task[None] | None = None
+        self._start_clock: asyncio.Timeout | None = None  # the start bound, held while a person signs in
 
     async def start(self) -> Listing:
         """Initialize and list the tools, within the server's `startTimeoutSec`; on any failure,
@@ -81,9 +82,10 @@ class Connection:
         self.task = asyncio.create_task(self._run(ready), name=f"mcp:{self.config.name}")
         limit = self.config.start_timeout_sec
         try:
-            async with asyncio.timeout(limit):
+            async with asyncio.timeout(limit) as self._start_clock:
                 self.session, listing = await asyncio.shield(ready)
         except BaseException as exc:
+            self._start_clock = None
             await self.stop(cancel=True)
             if isinstance(exc, asyncio.CancelledError):
                 raise
@@ -95,6 +97,7 @@ class Connection:
             raise StartFailed(
                 f"MCP server '{self.config.name}' could not start: {reason}{self.tail()}"
             ) from exc
+        self._start_clock = None
         return listing
 
     async def call(
@@ -191,7 +194,9 @@ class Connection:
         if isinstance(config, HttpMcpServer):
             headers = {h.name: h.value for h in config.headers}
             async with (
-                create_mcp_http_client(headers=headers, auth=auth.provider(config, self.asking)) as client,
+                create_mcp_http_client(
+                    headers=headers, auth=auth.provider(config, self.asking, self._off_clock)
+                ) as client,
                 streamable_http_client(config.url, http_client=client) as streams,
             ):
                 yield streams
@@ -215,6 +220,21 @@ class Connection:
                 yield streams
         finally:
             errlog.close()
+
+    @contextlib.contextmanager
+    def _off_clock(self) -> Iterator[None]:
+        """The start bound stops while a person signs in (a sign-in has its own bound)."""
+        clock, loop = self._start_clock, asyncio.get_running_loop()
+        deadline = clock.when() if clock is not None else None
+        if clock is None or deadline is None or clock.expired():
+            yield
+            return
+        left = deadline - loop.time()
+        clock.reschedule(None)
+        try:
+            yield
+        finally:
+            clock.reschedule(loop.time() + left)
 
     def _spawned(self, process: Process) -> Callable[[str], None]:
         self._process = process
