@@ -1,8 +1,8 @@
 """An OAuth-protected streamable HTTP MCP server for the tests (run as a script), built on the MCP SDK's
 own authorization-server and bearer-auth pieces:
-`python oauth_mcp_server.py PORT RECORD [--open | --reject | --short-lived]`.
+`python oauth_mcp_server.py PORT RECORD [--open | --reject | --short-lived] [--host ::1]`.
 
-It serves, on 127.0.0.1:PORT, both the authorization server (metadata, dynamic registration, an
+It serves, on 127.0.0.1:PORT (or HOST), both the authorization server (metadata, dynamic registration, an
 `/authorize` that approves at once and redirects back with a code, `/token`) and the MCP endpoint
 `/mcp`, which answers 401 without a valid bearer token (`--reject`: with any token; `--short-lived`: tokens
 said to last one second). Its tools:
@@ -32,7 +32,9 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 PORT = int(sys.argv[1])
 RECORD = Path(sys.argv[2])
-BASE = f"http://127.0.0.1:{PORT}"
+# Listened on and advertised; `--host ::1` keeps the sign-in page off 127.0.0.1 (code-server proxies that).
+HOST = sys.argv[sys.argv.index("--host") + 1] if "--host" in sys.argv else "127.0.0.1"
+BASE = f"http://[{HOST}]:{PORT}" if ":" in HOST else f"http://{HOST}:{PORT}"
 REJECT = "--reject" in sys.argv  # every token is refused, even one just issued
 EXPIRES_IN = 1 if "--short-lived" in sys.argv else 3600  # seconds an access token is said to last
 
@@ -138,4 +140,4 @@ def revoke_all() -> str:
 
 
 if __name__ == "__main__":
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=PORT, log_level="warning")
+    uvicorn.run(server.streamable_http_app(), host=HOST, port=PORT, log_level="warning")

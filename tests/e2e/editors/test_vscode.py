@@ -91,9 +91,10 @@ def test_packaged_extension_in_real_vs_code() -> None:
     call with Enter after seeing its arguments beside the picker, find the daemon's INFO log line as [info] in
     the output channel, meet a model error, pick the model in the status bar (the next request names it) and
     "Ask before every tool call" (a read-only tool then asks), type a name into the input box an MCP server's
-    elicitation opens (the server records "hello Ada"), and meet a wrong daemon path; each check reads
-    the workbench and trace webview DOM (and the channel's file). The script installs what it needs (apt, npm;
-    cached between runs) and exits non-zero on any failure."""
+    elicitation opens (the server records "hello Ada"), sign in to an MCP server behind OAuth (its page
+    opens in a new browser tab and completes; the tool's answer says "signed in"), and meet a wrong daemon
+    path; each check reads the workbench and trace webview DOM (and the channel's file). The script installs
+    what it needs (apt, npm; cached between runs) and exits non-zero on any failure."""
     if not VSIX.exists():
         _check(_npm("run", "package", timeout=300), "vsce package")
     env = {**os.environ, "MINI_AGENT_PYTHON": sys.executable}
@@ -104,5 +105,5 @@ def test_packaged_extension_in_real_vs_code() -> None:
     _check(result, "code-server end-to-end")
     passed = re.findall(r"^PASS (\w[\w -]*):", result.stdout, re.MULTILINE)
     journey = ["ask", "follow-up", "live output", "slash command", "approval", "daemon log", "model error"]
-    journey += ["model picker", "permission mode", "elicitation", "wrong path"]
+    journey += ["model picker", "permission mode", "elicitation", "oauth sign-in", "wrong path"]
     assert passed == journey, result.stdout[-4000:]

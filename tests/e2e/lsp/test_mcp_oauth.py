@@ -6,51 +6,21 @@ redirects to the daemon's loopback listener)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import socket
 import stat
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from mini_agent.scripted import ReplayServer
 from mini_agent_client import AgentClient
 
+from ...support.oauth import open_page, serving
 from ...support.scripted import action
-from ...support.waiting import wait_for
 
-SERVER = Path(__file__).parents[2] / "support" / "oauth_mcp_server.py"
 SHOW_DOCUMENT = {"window": {"showDocument": {"support": True}}}
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-@contextlib.asynccontextmanager
-async def serving(tmp_path: Path, *flags: str) -> AsyncIterator[tuple[str, Path]]:
-    """tests/support/oauth_mcp_server.py on a free port: its MCP URL and the file of tokens it issued."""
-    port, record = _free_port(), tmp_path / "issued.txt"
-    process = subprocess.Popen([sys.executable, str(SERVER), str(port), str(record), *flags])
-    try:
-        await wait_for(lambda: _listening(port))
-        yield f"http://127.0.0.1:{port}/mcp", record
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 class Browser:
@@ -63,9 +33,7 @@ class Browser:
     async def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
         self.shown.append(params)
         await asyncio.sleep(self.dawdle)
-        async with httpx2.AsyncClient(follow_redirects=True, timeout=30) as browser:
-            page = await browser.get(params["uri"])
-        assert "Signed in" in page.text
+        await open_page(params["uri"])
         return {"success": True}
 
 

@@ -14,7 +14,8 @@
  * the error, fixes the URL and presses Retry; then the user picks the model in the status bar (the
  * next request names it, as the daemon's log shows) and "Ask before every tool call" (a read-only
  * tool then asks); then the workspace names an MCP server that asks for a name, and the user types it
- * into the input box (the server records what it got); last the user points miniAgent.command at a missing file. Between them the daemon's INFO log line must show in the output channel as [info]. Each part prints PASS, or FAIL with what the page showed (and the next part still runs); any
+ * into the input box (the server records what it got); then the workspace names an MCP server behind
+ * OAuth, and its sign-in page opens in a new browser tab and completes; last the user points miniAgent.command at a missing file. Between them the daemon's INFO log line must show in the output channel as [info]. Each part prints PASS, or FAIL with what the page showed (and the next part still runs); any
  * FAIL exits non-zero.
  */
 
@@ -510,6 +511,45 @@ async function main(): Promise<void> {
       const answers = fs.readFileSync(process.env.E2E_ANSWERS ?? assert.fail("E2E_ANSWERS is not set"), "utf-8");
       assert.deepEqual(answers.trim().split("\n"), ["hello Ada"], "what the MCP server got");
       console.log(`PASS elicitation: typed "Ada", kept "${prefilled}", Send → the server got ${JSON.stringify(answers.trim())}`);
+    });
+
+    await phase("oauth sign-in", async () => {
+      // The workspace now names an MCP server behind OAuth. Its first call makes the daemon ask the client to
+      // open the sign-in page (window/showDocument, external): the language client's own handler calls
+      // env.openExternal, and code-server opens a new browser tab (after "Open" when it asks first). The
+      // authorization server approves at once and redirects to the daemon's loopback listener.
+      const signIn = (process.env.E2E_OAUTH_URL ?? assert.fail("E2E_OAUTH_URL is not set")).replace(/\/mcp$/, "/authorize?");
+      fs.copyFileSync(process.env.E2E_OAUTH_CONFIG ?? assert.fail("E2E_OAUTH_CONFIG is not set"), path.join(workspace, "pyproject.toml"));
+      await command(page, "Mini Agent: Restart daemon");
+      const visited: string[] = [];
+      const tabs: Page[] = [];
+      page.context().on("request", (request) => {
+        if (request.isNavigationRequest()) visited.push(request.url());
+      });
+      page.context().on("page", (tab) => tabs.push(tab));
+      const before = (await readTrace(await traceFrame(page))).sessionId;
+      assert.equal(await ask(page, "Who am I?", "Mini Agent: New Conversation"), "Mini Agent: Ask");
+      const tab = await until("the sign-in page in a new tab", async () => {
+        const open = page.locator(".monaco-dialog-box .monaco-button", { hasText: /^\s*Open\s*$/ });
+        if ((await open.count()) > 0) await open.first().click();
+        return tabs[0];
+      });
+      const shown = await until("the page after the sign-in", async () => {
+        const text = await tab.locator("body").innerText({ timeout: 1000 });
+        return text.includes("Signed in") ? text : undefined;
+      }).catch((error: unknown) => {
+        throw new Error(`${error instanceof Error ? error.message : String(error)}; the browser went to ${JSON.stringify(visited)}`);
+      });
+      assert.ok(visited.some((url) => url.startsWith(signIn)), `the authorization URL ${signIn}… opened: ${JSON.stringify(visited)}`);
+      const signedIn = await until("the tool's answer in the trace", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "done" && dom.answer !== null && dom.sessionId !== before ? dom : undefined;
+      });
+      assert.match(signedIn.answer ?? "", /^signed in/);
+      const stored = fs.readdirSync(path.join(process.env.E2E_STATE ?? assert.fail("E2E_STATE is not set"), "mcp-oauth"));
+      assert.equal(stored.length, 1, `one token file in the user's state folder: ${JSON.stringify(stored)}`);
+      await tab.close();
+      console.log(`PASS oauth sign-in: a tab opened ${signIn}…, showed ${JSON.stringify(shown.trim())}; answer "${signedIn.answer?.split("\n")[0]}"`);
     });
 
     await phase("wrong path", async () => {
