@@ -67,3 +67,11 @@ def test_results_become_one_text() -> None:
         content=[types.TextContent(text='{"ok": true}')], structured_content={"ok": True}
     )
     assert result_text(twice) == '{"ok": true}'
+    # nor is a value the SDK's servers wrap as {"result": value} (mini-agent mcp's own way too)
+    for text, value in (("9", 9), ("hello", "hello"), ("[1, 2]", [1, 2])):
+        wrapped = types.CallToolResult(
+            content=[types.TextContent(text=text)], structured_content={"result": value}
+        )
+        assert result_text(wrapped) == text
+    other = types.CallToolResult(content=[types.TextContent(text="9")], structured_content={"result": 10})
+    assert result_text(other) == '9\n{"result":10}'

@@ -126,9 +126,21 @@ def result_text(result: types.CallToolResult) -> str:
                 size = _decoded_size(resource.blob)
                 parts.append(f"[resource: {resource.uri}, {resource.mime_type or 'binary'}, {size} bytes]")
     structured = result.structured_content
-    if structured is not None and not any(_same_json(part, structured) for part in parts):
+    if structured is not None and not any(_carries(part, structured) for part in parts):
         parts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
     return "\n".join(parts)
+
+
+def _carries(text: str, structured: dict[str, Any]) -> bool:
+    """Whether a text block already says what the structured content does: the same JSON, or, for a
+    value wrapped as `{"result": value}` (the SDK servers' way with a non-object result), that value
+    (a string as is, anything else as JSON)."""
+    if _same_json(text, structured):
+        return True
+    if structured.keys() != {"result"}:
+        return False
+    value = structured["result"]
+    return text == value if isinstance(value, str) else _same_json(text, value)
 
 
 def _decoded_size(base64_text: str) -> int:
