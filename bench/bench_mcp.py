@@ -4,7 +4,9 @@ Both paths run the same function in a tool host: the workspace path is `ToolRegi
 registered file; the MCP path is the same `execute` routed to an MCP server, which is
 `mini-agent mcp --tools FILE` serving that file. So the difference is the MCP hop: our argument
 validation, the SDK client, newline-delimited JSON over the server's stdin/stdout, and the SDK server.
-The paths alternate in rounds so that they share the machine's load. `--result-mb 10 20 40` also times
+A third path reaches the same file served over Streamable HTTP (`mini-agent mcp --http`), so the
+difference between the two MCP paths is the transport. The paths alternate in rounds so that they
+share the machine's load. `--result-mb 10 20 40` also times
 one MCP call answering that many megabytes (reading a result must stay linear in its size).
 
     PYTHONPATH=server:clients/python python bench/bench_mcp.py [--calls 300] [--rounds 5] [--result-mb N …]
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import tempfile
@@ -23,7 +26,7 @@ from pathlib import Path
 from mini_agent.core.asking import Nobody
 from mini_agent.core.contracts import ToolCall
 from mini_agent.tools.mcp import McpSource
-from mini_agent.tools.mcp.config import NameValue, StdioMcpServer
+from mini_agent.tools.mcp.config import HttpMcpServer, NameValue, StdioMcpServer
 from mini_agent.tools.registry import ToolRegistry
 
 SOURCE = '''
@@ -69,8 +72,10 @@ async def main(calls: int, rounds: int, result_mb: list[int]) -> None:
             ],
             env=[NameValue(name="PYTHONPATH", value=":".join(sys.path))],
         )
-        await source.acquire("bench", [server], print)
-        paths = {"workspace": "count_words", "mcp": "ws_count_words"}
+        http, url = await _serve_http(root)
+        web = HttpMcpServer(type="http", name="wh", url=url)
+        await source.acquire("bench", [server, web], print)
+        paths = {"workspace": "count_words", "mcp": "ws_count_words", "mcp-http": "wh_count_words"}
         samples: dict[str, list[int]] = {label: [] for label in paths}
         for name in paths.values():  # warm both up
             observation = await registry.execute(ToolCall("w", name, ARGUMENTS), session_id="bench")
@@ -85,15 +90,40 @@ async def main(calls: int, rounds: int, result_mb: list[int]) -> None:
         large = {mb: await _large_result(registry, mb) for mb in result_mb}
         await source.aclose()
         await registry.aclose()
+        http.terminate()
+        await http.wait()
     print(f"{calls * rounds} calls per path, µs")
-    print(f"{'path':<12}{'p50':>10}{'p99':>10}")
+    print(f"{'path':<14}{'p50':>10}{'p99':>10}")
     figures = {label: _percentiles(values) for label, values in samples.items()}
     for label, (p50, p99) in figures.items():
-        print(f"{label:<12}{p50:>10.0f}{p99:>10.0f}")
-    added = [m - w for m, w in zip(figures["mcp"], figures["workspace"], strict=True)]
-    print(f"{'MCP adds':<12}{added[0]:>10.0f}{added[1]:>10.0f}")
+        print(f"{label:<14}{p50:>10.0f}{p99:>10.0f}")
+    for label in ("mcp", "mcp-http"):
+        added = [m - w for m, w in zip(figures[label], figures["workspace"], strict=True)]
+        print(f"{label + ' adds':<14}{added[0]:>10.0f}{added[1]:>10.0f}")
     for mb, seconds in large.items():
         print(f"one MCP result of {mb} MB: {seconds:.2f} s")
+
+
+async def _serve_http(root: Path) -> tuple[asyncio.subprocess.Process, str]:
+    """`mini-agent mcp --http` on a free loopback port, and its URL (read off its stderr)."""
+    command = ["-m", "mini_agent_client.cli", "mcp", "--root", str(root), "--http", "127.0.0.1:0"]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *command,
+        "bench_tools.py",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    async with asyncio.timeout(60):
+        while line := await process.stderr.readline():
+            if found := re.search(r"serving on (http://\S+)", line.decode()):
+                _tasks.add(asyncio.create_task(process.stderr.read()))  # keep its pipe from filling
+                return process, found.group(1)
+    raise RuntimeError("mini-agent mcp --http did not say where it serves")
+
+
+_tasks: set[asyncio.Task[bytes]] = set()
 
 
 async def _large_result(registry: ToolRegistry, mb: int) -> float:
