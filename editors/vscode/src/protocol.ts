@@ -13,10 +13,17 @@ export interface Disposable {
 }
 
 /** The slice of a JSON-RPC connection this module needs (LanguageClient and MessageConnection both fit). */
+/** What the peer hands a request handler (vscode-jsonrpc's token): set once the daemon withdraws the
+ * request with `$/cancelRequest` (the tool call that asked was cancelled or timed out). */
+export interface Cancellation {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => unknown): Disposable;
+}
+
 export interface AgentPeer {
   sendRequest(method: string, params: unknown): Promise<unknown>;
   onNotification(method: string, handler: (params: any) => void): Disposable;
-  onRequest(method: string, handler: (params: any) => unknown): Disposable;
+  onRequest(method: string, handler: (params: any, cancel: Cancellation) => unknown): Disposable;
 }
 
 // -- wire shapes ---------------------------------------------------------------------------------
@@ -434,8 +441,9 @@ export interface AgentClientHandlers {
   approvals?: ApprovalPolicy;
   /** Answers `agent/executeTool`. */
   clientTools?: ClientTools;
-  /** Answers `agent/elicit` (an MCP server's question); without one every question is declined. */
-  elicit?(params: ElicitParams): Promise<ElicitAnswer>;
+  /** Answers `agent/elicit` (an MCP server's question); without one every question is declined.
+   * `cancel` is set when the daemon withdraws the question: close the prompts, the answer is not read. */
+  elicit?(params: ElicitParams, cancel: Cancellation): Promise<ElicitAnswer>;
 }
 
 /** Typed agent/* requests over a peer, plus the daemon's notifications and requests routed to handlers. */
@@ -456,8 +464,8 @@ export class AgentClient {
         if (handlers.clientTools === undefined) throw new Error("this client has no client tools");
         return handlers.clientTools.execute(params);
       }),
-      peer.onRequest("agent/elicit", (params: ElicitParams): Promise<ElicitAnswer> | ElicitAnswer =>
-        handlers.elicit === undefined ? { action: "decline" } : handlers.elicit(params),
+      peer.onRequest("agent/elicit", (params: ElicitParams, cancel: Cancellation): Promise<ElicitAnswer> | ElicitAnswer =>
+        handlers.elicit === undefined ? { action: "decline" } : handlers.elicit(params, cancel),
       ),
     ];
   }

@@ -18,6 +18,7 @@ import {
   parseField,
   SEND,
   type Choice,
+  type ElicitAnswer,
   type ElicitParams,
   type ElicitUi,
 } from "../src/elicit";
@@ -155,6 +156,8 @@ describe("a link to open (URL mode)", () => {
   });
 });
 
+const WITHDRAW_WAIT_MS = 30_000; // for the daemon's $/cancelRequest once the call is cancelled; past it the test fails
+
 describe("the real daemon asks through agent/elicit", () => {
   const SERVER = path.join(REPO, "tests", "support", "eliciting_mcp_server.py");
   const PYTHON = process.env.MINI_AGENT_PYTHON ?? path.join(REPO, ".venv", "bin", "python");
@@ -178,7 +181,7 @@ describe("the real daemon asks through agent/elicit", () => {
         "requires_approval = false",
       ].join("\n") + "\n",
     );
-    replay = await startReplay([CALL, FINAL, CALL, FINAL].map((content) => ({ content })), workspace);
+    replay = await startReplay([CALL, FINAL, CALL, FINAL, CALL].map((content) => ({ content })), workspace);
     const options = { llm: { baseUrl: replay.url, model: "replay", toolMode: "react" as const }, maxSteps: 4, workspaceTrusted: true };
     daemon = await startDaemon(workspace, options, { experimental: { agent: { elicitation: ELICITATION_CAPABILITY } } });
   });
@@ -205,6 +208,36 @@ describe("the real daemon asks through agent/elicit", () => {
   test("the name typed reaches the server; Escape reaches it as cancel", async () => {
     assert.equal(await ask(["Ada", "hello", SEND]), "hello Ada");
     assert.equal(await ask([undefined]), "cancel");
+    assert.deepEqual(fs.readFileSync(answersFile, "utf-8").trim().split("\n"), ["hello Ada", "cancel"]);
+  });
+
+  test("a question whose call is cancelled is withdrawn: the handler's token is set", async () => {
+    let asked: () => void = () => undefined;
+    const questionArrived = new Promise<void>((resolve) => (asked = resolve));
+    let withdrawn: (set: boolean) => void = () => undefined;
+    const cancelled = new Promise<boolean>((resolve) => (withdrawn = resolve));
+    const client = new AgentClient(daemon.peer, {
+      elicit: (_params, cancel) => {
+        asked();
+        return new Promise<ElicitAnswer>((answer) =>
+          cancel.onCancellationRequested(() => {
+            withdrawn(cancel.isCancellationRequested);
+            answer({ action: "cancel" });
+          }),
+        );
+      },
+    });
+    try {
+      const { sessionId } = await client.startSession("Greet me");
+      const run = client.run(sessionId);
+      await questionArrived;
+      await client.cancel(sessionId);
+      assert.equal((await run).stopReason, "cancelled");
+      const never = new Promise<string>((resolve) => setTimeout(() => resolve("no $/cancelRequest"), WITHDRAW_WAIT_MS).unref());
+      assert.equal(await Promise.race([cancelled, never]), true);
+    } finally {
+      client.dispose();
+    }
     assert.deepEqual(fs.readFileSync(answersFile, "utf-8").trim().split("\n"), ["hello Ada", "cancel"]);
   });
 });
