@@ -24,7 +24,7 @@ from mini_agent.lsp import wire
 log = logging.getLogger(__name__)
 
 Notify = Callable[[str, dict[str, Any]], None]
-Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Request = Callable[[str, Any], Awaitable[Any]]  # params: JSON, or an lsprotocol value for a standard method
 
 
 Capabilities = Callable[[], Any]  # the client's `initialize` capabilities (lsprotocol's)
@@ -97,7 +97,7 @@ class LspClient:
 
             try:
                 shown = lsp.ShowDocumentParams(uri=url, external=True)
-                answer = await self._request("window/showDocument", shown)  # type: ignore[arg-type]
+                answer = await self._request("window/showDocument", shown)
                 opened = getattr(answer, "success", None) is True or (
                     isinstance(answer, dict) and answer.get("success") is True
                 )

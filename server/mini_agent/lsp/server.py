@@ -177,7 +177,7 @@ class AgentServer(LanguageServer):
         client = LspClient(self.protocol.notify_json, self._client_request, lambda: self.client_capabilities)
         return Workspace(root, options, client, config=config)
 
-    async def _client_request(self, method: str, params: dict[str, Any]) -> Any:
+    async def _client_request(self, method: str, params: Any) -> Any:
         from mini_agent.lsp.wire import plain
 
         return plain(await ask_client(self, method, params))

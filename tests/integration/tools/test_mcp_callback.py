@@ -6,7 +6,10 @@ import asyncio
 
 import httpx2
 import pytest
+from mini_agent.core.asking import ElicitAnswer, Elicitation
 from mini_agent.tools.mcp import callback
+from mini_agent.tools.mcp.asking import Asking
+from mini_agent.tools.mcp.auth import Login
 
 
 async def _get(port: int, target: str) -> httpx2.Response:
@@ -56,3 +59,25 @@ async def test_an_oversized_request_is_refused() -> None:
         assert (await _get(listener.port, f"/callback?state=s&pad={huge}")).status_code == 400
     finally:
         await listener.stop()
+
+
+class _Away:
+    """A person whose client never answers the request to open the page."""
+
+    async def elicit(self, request: Elicitation) -> ElicitAnswer:
+        return ElicitAnswer.declined()
+
+    async def open_url(self, session_id: str, url: str, purpose: str) -> bool:
+        await asyncio.Event().wait()
+        return False
+
+
+@pytest.mark.asyncio
+async def test_a_client_that_never_answers_the_request_to_open_the_page_ends_the_sign_in() -> None:
+    asking = Asking(_Away(), "remote")
+    listener = callback.Listener(callback.free_port())
+    login = Login("remote", asking, listener, None, wait=0.2)
+    with asking.starting("session-1"), pytest.raises(callback.LoginFailed, match=r"no sign-in within 0\.2 s"):
+        await asyncio.wait_for(login.open("http://127.0.0.1:1/authorize?state=s"), 30)
+    with pytest.raises(httpx2.ConnectError):  # the listener stopped with it
+        await _get(listener.port, "/callback?code=c&state=s")

@@ -20,6 +20,7 @@ refusal fails that request with the server's answer (no loop).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -112,12 +113,21 @@ def stored_port(storage: FileTokenStorage) -> int | None:
 class Login:
     """The person's part of one connection's sign-ins: open the page, wait for the redirect."""
 
-    def __init__(self, server: str, asking: Asking, listener: callback.Listener, off_clock: OffClock | None):
+    def __init__(
+        self,
+        server: str,
+        asking: Asking,
+        listener: callback.Listener,
+        off_clock: OffClock | None,
+        wait: float = callback.LOGIN_WAIT_SEC,
+    ):
         self.server = server
         self.asking = asking
         self.listener = listener
         self._off_clock = off_clock or contextlib.nullcontext
         self._paused: contextlib.ExitStack | None = None
+        self._wait = wait  # for the whole sign-in: the client's answer to "open this" and the redirect
+        self._deadline = 0.0
 
     async def open(self, url: str) -> None:
         """Start the listener and ask the session's person to open `url`."""
@@ -130,10 +140,18 @@ class Login:
         await self.listener.start(state)
         self._paused = contextlib.ExitStack()
         self._paused.enter_context(self._off_clock())
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + self._wait
+        purpose = f"Sign in to MCP server '{self.server}'"
         try:
-            opened = await self.asking.person.open_url(session, url, f"Sign in to MCP server '{self.server}'")
-        except BaseException:
+            async with asyncio.timeout_at(self._deadline):
+                opened = await self.asking.person.open_url(session, url, purpose)
+        except BaseException as exc:
             await self._end()
+            if isinstance(exc, TimeoutError):
+                raise callback.LoginFailed(
+                    f"MCP server '{self.server}': no sign-in within {self._wait:g} s"
+                ) from None
             raise
         # Not opened: the door has shown the link in words where it can; the wait is bounded.
         log.info(
@@ -143,9 +161,11 @@ class Login:
         )
 
     async def wait(self) -> AuthorizationCodeResult:
-        """The redirect's code, within `callback.LOGIN_WAIT_SEC`; the listener stops either way."""
+        """The redirect's code, within what is left of the sign-in's bound (`callback.LOGIN_WAIT_SEC`
+        from opening the page); the listener stops either way."""
+        left = max(self._deadline - asyncio.get_running_loop().time(), 0.0)
         try:
-            return await self.listener.result()
+            return await self.listener.result(wait=left)
         except callback.LoginFailed as exc:
             raise callback.LoginFailed(f"MCP server '{self.server}': {exc}") from None
         finally:
