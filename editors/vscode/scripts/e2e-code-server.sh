@@ -87,26 +87,7 @@ EOF
 echo "keep me" >"$WS/notes.txt"
 
 # A tool that prints while it runs: it holds after its third line until the UI driver writes "go".
-cat >"$WS/slow.py" <<'EOF'
-"""A tool that prints while it runs."""
-
-import os
-import time
-
-
-def slow_print(lines: int = 5) -> str:
-    """Print numbered lines 0.3 s apart; after the third, wait (20 s at most) for a file named go.
-
-    Args:
-        lines: How many lines to print.
-    """
-    for n in range(1, lines + 1):
-        print(f"line {n}", flush=True)
-        deadline = time.monotonic() + (20 if n == 3 else 0.3)
-        while time.monotonic() < deadline and not (n == 3 and os.path.exists("go")):
-            time.sleep(0.05)
-    return f"printed {lines} lines"
-EOF
+cp "$HERE/test/fixtures/slow.py" "$WS/slow.py"  # a tool that prints while it runs
 
 # A run and its follow-up (whose answer quotes the first turn's tool result: only the same conversation
 # has it), a run of the printing tool (the /tools command after it takes no turn), a second run; the

@@ -21,7 +21,7 @@ import { continuesConversation } from "../src/prompts";
 import { renderTrace } from "../src/render";
 import { commandItems } from "../src/slash";
 import { finalAnswer, statusLabel, TraceStore, type SessionTrace, type TraceEntry } from "../src/trace";
-import { copyWorkspace, startDaemon, startReplay, waitFor, type DaemonConnection, type Replay } from "./harness";
+import { copyWorkspace, REPO, startDaemon, startReplay, waitFor, type DaemonConnection, type Replay } from "./harness";
 
 const COUNT_SCHEMA = [
   'Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {"file_path": "schema.py"}',
@@ -386,25 +386,7 @@ describe("the model and permission-mode pickers", () => {
 });
 
 /** A workspace tool that prints 5 lines 0.3 s apart, holding after the third until a file named go exists (20 s at most). */
-const SLOW_PRINT = `"""A tool that prints while it runs."""
-
-import os
-import time
-
-
-def slow_print(lines: int = 5) -> str:
-    """Print numbered lines 0.3 s apart; after the third, wait (20 s at most) for a file named go.
-
-    Args:
-        lines: How many lines to print.
-    """
-    for n in range(1, lines + 1):
-        print(f"line {n}", flush=True)
-        deadline = time.monotonic() + (20 if n == 3 else 0.3)
-        while time.monotonic() < deadline and not (n == 3 and os.path.exists("go")):
-            time.sleep(0.05)
-    return f"printed {lines} lines"
-`;
+const SLOW_PRINT = path.join(REPO, "editors", "vscode", "test", "fixtures", "slow.py");
 
 describe("live tool output and slash commands", () => {
   let r: Rig;
@@ -413,7 +395,7 @@ describe("live tool output and slash commands", () => {
       { content: 'Thought: I will print.\nAction: slow_print\nAction Input: {"lines": 5}' },
       { content: "Thought: It printed.\nFinal Answer: the tool said {last_observation}" },
     ]);
-    fs.writeFileSync(path.join(r.workspace, "slow.py"), SLOW_PRINT);
+    fs.copyFileSync(SLOW_PRINT, path.join(r.workspace, "slow.py"));
     await r.client.registerFile(path.join(r.workspace, "slow.py"));
   });
   after(() => closeRig(r));
