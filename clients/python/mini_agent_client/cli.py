@@ -94,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
                      "one); a bearer token is required when MINI_AGENT_MCP_TOKEN is set")
     mcp.add_argument("--timeout-sec", type=float, help="per-call time limit (default: 30)")
     mcp.add_argument("--max-output-bytes", type=int, help="output cap per call (default: 65536)")
+    mcp.add_argument("--max-sessions", type=_positive,
+                     help="--http: live MCP sessions at most; past it a new one gets 503 (default: 256)")
+    mcp.add_argument("--session-idle-sec", type=_seconds,
+                     help="--http: a session with no request for this long is closed (default: 900)")
+    mcp.add_argument("--header-timeout-sec", type=_seconds,
+                     help="--http: time a connection has to send a request's headers (and body) "
+                          "before it is dropped (default: 30)")
     _root_option(mcp)
 
     sessions = commands.add_parser("sessions", help="list, show, resume and approve stored sessions")
@@ -160,6 +167,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.json = getattr(args, "json", False)
@@ -177,12 +191,14 @@ def main(argv: list[str] | None = None) -> int:
         serve_acp(["--trust"] if args.trust else [])
         return EXIT_OK
     if args.command == "mcp":
+        from mini_agent.mcp.bounds import HttpBounds
         from mini_agent.mcp.server import main as serve_mcp
 
         root = getattr(args, "root", Path.cwd())
+        bounds = HttpBounds.given(args.max_sessions, args.session_idle_sec, args.header_timeout_sec)
         return serve_mcp(
             root, [*args.tools, *args.files], timeout_sec=args.timeout_sec,
-            max_output_bytes=args.max_output_bytes, http=args.http,
+            max_output_bytes=args.max_output_bytes, http=args.http, http_bounds=bounds,
         )  # fmt: skip
     if args.command in ("trust", "untrust"):
         return trust_command(args.dir, trusting=args.command == "trust")

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from mini_agent import __version__
 from mini_agent.app.options import ToolHostOptions
 from mini_agent.core.strict import invalid
+from mini_agent.mcp.bounds import HttpBounds
 from mini_agent.mcp.lines import INVALID_PARAMS, CheckedLines
 from mini_agent.mcp.results import call_result, mcp_tool, run_call
 from mini_agent.mcp.watch import Clients, Watcher
@@ -94,9 +95,10 @@ async def serve(
     timeout_sec: float,
     max_output_bytes: int,
     http: str | None = None,
+    http_bounds: HttpBounds | None = None,
 ) -> int:
     """Register `files` and serve them (stdio until the client closes stdin, or HTTP on `http`,
-    `[HOST:]PORT`); 1 if a file does not register or the address is refused."""
+    `[HOST:]PORT`, within `http_bounds`); 1 if a file does not register or the address is refused."""
     registry = ToolRegistry(root, timeout_sec=timeout_sec, max_output_bytes=max_output_bytes)
     try:
         for path in files:
@@ -109,7 +111,8 @@ async def serve(
         server = build_server(registry, clients)
         async with anyio.create_task_group() as group:
             group.start_soon(Watcher(registry, root, files, clients).run)
-            code = await (_serve_http(server, http) if http is not None else _serve_stdio(server))
+            bounds = http_bounds or HttpBounds()
+            code = await (_serve_http(server, http, bounds) if http is not None else _serve_stdio(server))
             group.cancel_scope.cancel()
         return code
     finally:
@@ -124,11 +127,11 @@ async def _serve_stdio(server: Server[Any]) -> int:
     return 0
 
 
-async def _serve_http(server: Server[Any], address: str) -> int:
+async def _serve_http(server: Server[Any], address: str, bounds: HttpBounds) -> int:
     from mini_agent.mcp.http import AddressError, serve_http
 
     try:
-        await serve_http(server, address, token=os.environ.get("MINI_AGENT_MCP_TOKEN") or None)
+        await serve_http(server, address, token=os.environ.get("MINI_AGENT_MCP_TOKEN") or None, bounds=bounds)
     except AddressError as exc:
         print(f"mini-agent mcp: {exc}", file=sys.stderr)
         return 1
@@ -142,6 +145,7 @@ def main(
     timeout_sec: float | None = None,
     max_output_bytes: int | None = None,
     http: str | None = None,
+    http_bounds: HttpBounds | None = None,
 ) -> int:
     """Defaults are the daemon's (`initializationOptions.tools`)."""
     defaults = ToolHostOptions()
@@ -157,7 +161,9 @@ def main(
         provider = install_global(traced)
     try:
         result: int = anyio.run(
-            lambda: serve(root, files, timeout_sec=timeout, max_output_bytes=cap, http=http)
+            lambda: serve(
+                root, files, timeout_sec=timeout, max_output_bytes=cap, http=http, http_bounds=http_bounds
+            )
         )
     finally:
         if provider is not None:
