@@ -7,6 +7,10 @@
     mini-agent sessions approve SESSION CALL allow_once && mini-agent sessions resume SESSION
     mini-agent models --base-url http://127.0.0.1:11434/v1   # the models a server offers
 
+What the command line prints that someone else wrote (a model, a tool, a model server, a workspace file,
+the daemon, a stored session) goes through `terminal.safe` first: control characters are shown as
+escapes, never acted on, and rich never reads data as markup. `--json` prints JSON as it is.
+
 Exit codes: 0 the agent answered, 1 it did not (model server down, step budget, loop, a refused
 tool file), 2 bad usage, 130 cancelled with Ctrl-C (the session is cancelled, not killed: it stays
 `ready` and `sessions resume` goes on with it).
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .client import RESULT, AgentClient
 from .rpc import ConnectionClosed, RpcError
+from .terminal import safe, text
 
 if TYPE_CHECKING:
     from .render import View
@@ -282,7 +287,7 @@ async def sessions_command(args: argparse.Namespace) -> int:
     async with _spawn(root) as client:
         if args.action == "approve":
             await client.approve(args.session_id, args.tool_call_id, args.decision, args.reason)
-            print(f"{args.decision} recorded; `mini-agent sessions resume {args.session_id}` goes on")
+            print(safe(f"{args.decision} recorded; `mini-agent sessions resume {args.session_id}` goes on"))
         elif args.action == "show":
             _show_session(await client.get_session(args.session_id), as_json=args.json)
         else:
@@ -299,8 +304,8 @@ async def models_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(found, indent=2, ensure_ascii=False))
         return EXIT_OK
-    for model in found["models"]:
-        print(f"{'*' if model['id'] == found['current'] else ' '} {model['id']}")
+    for model in found["models"]:  # one id, one line: a newline in an id is shown, never a second line
+        print(f"{'*' if model['id'] == found['current'] else ' '} {safe(model['id'])}")
     if found.get("message"):
         say(found["message"])
     return EXIT_OK
@@ -322,11 +327,13 @@ def trust_command(folder: Path, *, trusting: bool) -> int:
         say(str(exc))
         return EXIT_FAILED
     if words is None:
-        print(f"{root} was not trusted")
+        print(f"{safe(root)} was not trusted")
         return EXIT_OK
-    print(f"{'trusted' if trusting else 'no longer trusted'}: {root}")
+    print(f"{'trusted' if trusting else 'no longer trusted'}: {safe(root)}")
+    # The consent listing: each item on one line exactly as it will run, a newline or an escape in a
+    # command shown escaped, so that no part of it can hide another.
     for word in words or ["(its workspace file names nothing that waits for trust)"]:
-        print(f"  {word}")
+        print(f"  {safe(word)}")
     return EXIT_OK
 
 
@@ -375,11 +382,13 @@ _said: set[str] = set()
 
 def say(message: str) -> None:
     """A line on stderr for the person. The same message twice (the daemon's notice about its options,
-    then each request refused for the same reason) is said once."""
-    text = message.removeprefix("mini-agent: ")
-    if text not in _said:
-        _said.add(text)
-        print(f"mini-agent: {text}", file=sys.stderr)
+    then each request refused for the same reason) is said once. The message is escaped (it quotes a
+    workspace file, a URL, a server's words); a line of its own after the first is indented, so that no
+    line of it can pass for one of ours."""
+    said = safe(message.removeprefix("mini-agent: "), lines=True)
+    if said not in _said:
+        _said.add(said)
+        print("mini-agent: " + said.replace("\n", "\n  "), file=sys.stderr)
 
 
 @contextlib.asynccontextmanager
@@ -574,11 +583,12 @@ def _show_session(session: dict[str, Any], *, as_json: bool) -> None:
         print(json.dumps(session, indent=2, ensure_ascii=False))
         return
     from rich.console import Console
+    from rich.text import Text
 
     from .render import LiveView, replay_session
 
     view = LiveView(Console(), spinner=False)
-    view.console.print(f"[bold]task[/bold] {session.get('task')}")
+    view.console.print(Text.assemble(("task", "bold"), " ", text(session.get("task"), lines=True)))
     for event in replay_session(session):
         view.show(event)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .client import AgentClient, Event
+from .terminal import safe
 
 TASK = "Which Python files are in the workspace, and how many non-empty lines does schema.py have?"
 
@@ -74,21 +75,22 @@ async def run_demo(out: TextIO = sys.stdout, *, tool_mode: str = "react") -> int
 
 
 def _show(event: Event, out: TextIO) -> None:
+    """One event as plain lines; what the model, a tool or the daemon wrote goes through `safe`."""
     step, data = event.step + 1, event.data
     if event.kind == "agent_thought_chunk":
-        out.write(data.get("text", ""))
+        out.write(safe(data.get("text", ""), lines=True))
         out.flush()
     elif event.kind == "tool_call":
         arguments = data.get("rawArguments") or json.dumps(data["arguments"])
-        print(f"\n[step {step}] call   {data['name']} {arguments}", file=out)
+        print(f"\n[step {step}] call   {safe(data['name'])} {safe(arguments, lines=True)}", file=out)
     elif event.kind == "tool_call_update" and "observation" in data:
         obs = data["observation"]
         label = "error " if obs["isError"] else "result"
-        print(f"[step {step}] {label} {obs['output']}", file=out)
+        print(f"[step {step}] {label} {safe(obs['output'], lines=True)}", file=out)
     elif event.kind == "agent_message_chunk":
-        print(f"\n[step {step}] answer {data.get('text', '')}", file=out)
+        print(f"\n[step {step}] answer {safe(data.get('text', ''), lines=True)}", file=out)
     elif event.kind == "status" and data.get("message"):
-        print(f"[step {step}] {data['message']}", file=out)
+        print(f"[step {step}] {safe(data['message'], lines=True)}", file=out)
 
 
 def _summary(result: dict[str, Any], out: TextIO) -> None:

@@ -1,7 +1,8 @@
 """How the command line shows a session: a live terminal view (rich) or one JSON object per line.
 
 Both take the same `Event`s, so `ask`, `sessions resume` and `sessions show` differ only in where the
-events come from.
+events come from. Everything the terminal view shows that came from elsewhere (the model, a tool, the
+daemon, the store) goes through `terminal.safe` and reaches rich as `Text`, never as markup.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .client import MESSAGE, RESULT, STATUS, THOUGHT, TOOL_CALL, TOOL_CALL_UPDATE, Event
+from .terminal import safe, text
 
 OBSERVATION_LINES = 12
 NOT_REPORTED = "tokens: not reported by the server"
@@ -80,8 +82,8 @@ class LiveView:
             self._activity = "thinking"
         elif event.kind == TOOL_CALL:
             self._flush_thought()
-            args = json.dumps(event.arguments, ensure_ascii=False)
-            name = event.tool_name or "?"
+            args = safe(json.dumps(event.arguments, ensure_ascii=False))
+            name = safe(event.tool_name or "?")
             self.console.print(Text.assemble(("→ ", "cyan"), (name, "bold cyan"), " ", args))
         elif event.kind == TOOL_CALL_UPDATE and event.observation is not None:
             self._observation(event.observation)
@@ -90,11 +92,13 @@ class LiveView:
             self._activity = "running the tool"
         elif event.kind == MESSAGE:
             self._flush_thought()
-            self.console.print(Panel(Markdown(event.text), title="answer", border_style="green"))
+            # No hyperlinks: a link's target is shown beside its words, not hidden behind them.
+            answer = Markdown(safe(event.text, lines=True), hyperlinks=False)
+            self.console.print(Panel(answer, title="answer", border_style="green"))
         elif event.kind == STATUS and event.error and not event.stop_reason:
             # An error that ends the run is the command's to report, once (on stderr, with the exit code).
             self._flush_thought()
-            self.console.print(Text(f"step {event.step + 1}: {event.error}", style="yellow"))
+            self.console.print(text(f"step {event.step + 1}: {event.error}", "yellow", lines=True))
         elif event.kind == RESULT:
             self._flush_thought()
             self.close()
@@ -103,7 +107,7 @@ class LiveView:
 
     def note(self, kind: str, **fields: Any) -> None:
         if kind == "permission":
-            self.console.print(Text(f"  {fields.get('tool')}: {fields.get('decision')}", style="magenta"))
+            self.console.print(text(f"  {fields.get('tool')}: {fields.get('decision')}", "magenta"))
 
     def pause(self) -> None:
         """Stop the spinner while the user is asked something."""
@@ -124,10 +128,10 @@ class LiveView:
         self._thought = ""
         self._refresh()
         if thought:
-            self.console.print(Text(thought, style="italic dim"))
+            self.console.print(text(thought, "italic dim", lines=True))
 
     def _observation(self, obs: dict[str, Any]) -> None:
-        lines = str(obs.get("output", "")).splitlines() or [""]
+        lines = safe(obs.get("output", ""), lines=True).splitlines() or [""]
         shown = "\n".join(lines[:OBSERVATION_LINES])
         if len(lines) > OBSERVATION_LINES:
             shown += f"\n… {len(lines) - OBSERVATION_LINES} more lines"
@@ -136,14 +140,14 @@ class LiveView:
         self.console.print(Text.assemble((f"  {label} ", f"bold {style}"), (shown, style)))
 
     def _summary(self, result: dict[str, Any]) -> None:
-        self.console.print(Text(
+        self.console.print(text(
             f"{result.get('status')} ({result.get('stopReason')}) · {result.get('steps')} steps · "
             f"{tokens_said(result.get('usage') or {})} · session {result.get('sessionId')}",
-            style="dim",
+            "dim",
         ))
 
     def _spinner(self) -> Spinner:
-        tail = "\n".join(self._thought.splitlines()[-6:]) or self._activity
+        tail = "\n".join(safe(self._thought, lines=True).splitlines()[-6:]) or self._activity
         return Spinner("dots", text=Text.assemble((f"step {self._step + 1} ", "bold"), (tail, "italic dim")))
 
     def _refresh(self) -> None:
@@ -170,21 +174,25 @@ def thought_of(text: str) -> str:
 
 
 def permission_panel(params: dict[str, Any]) -> Panel:
+    """The question before a tool call runs: the tool's description (its author's words) and the
+    arguments the model chose, both escaped, and the keys to answer with."""
     call = params.get("toolCall") or {}
-    arguments = json.dumps(call.get("arguments"), indent=2, ensure_ascii=False)
+    arguments = safe(json.dumps(call.get("arguments"), indent=2, ensure_ascii=False), lines=True)
     body = Group(
-        Text(str((params.get("tool") or {}).get("description", "")), style="dim"),
+        text((params.get("tool") or {}).get("description", ""), "dim", lines=True),
         Syntax(arguments, "json", word_wrap=True),
         Text("[o] allow once   [a] allow always   [r] reject   [n] always reject", style="bold"),
     )
-    return Panel(body, title=f"approve tool call: {call.get('name')}", border_style="magenta")
+    return Panel(body, title=text(f"approve tool call: {call.get('name')}"), border_style="magenta")
 
 
 def sessions_table(sessions: list[dict[str, Any]]) -> Table:
+    """One row per stored session; every cell is `Text` (a task is the user's words, never markup)."""
     table = Table("session", "status", "stop", "steps", "task", box=None, header_style="bold")
     for session in sessions:
-        table.add_row(session["sessionId"], session["status"], session.get("stopReason") or "",
-                      str(session.get("stepCount", "")), _one_line(session.get("task", ""), 60))
+        cells = (session["sessionId"], session["status"], session.get("stopReason") or "",
+                 session.get("stepCount", ""), _one_line(session.get("task", ""), 60))
+        table.add_row(*(text(cell) for cell in cells))
     return table
 
 
@@ -209,6 +217,6 @@ def replay_session(session: dict[str, Any]) -> list[Event]:
     return events
 
 
-def _one_line(text: str, width: int) -> str:
-    flat = " ".join(text.split())
+def _one_line(words: str, width: int) -> str:
+    flat = safe(" ".join(words.split()))
     return flat if len(flat) <= width else flat[: width - 1] + "…"
