@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any, Optional, get_type_hints
 
 from pydantic import Field, create_model, field_validator
 
-from mini_agent.core.contracts import MAX_OUTPUT_BYTES, MAX_STEPS, TOOL_TIMEOUT_SEC, LLMConfig, ToolOptions
+from mini_agent.core.contracts import (
+    MAX_OUTPUT_BYTES,
+    MAX_STEPS,
+    TOOL_TIMEOUT_SEC,
+    Harness,
+    LLMConfig,
+    ToolOptions,
+)
 from mini_agent.core.strict import Params
 from mini_agent.plumbing.redact import hide_secret
 from mini_agent.tools.mcp.config import McpServer
@@ -28,14 +35,29 @@ class _LLMParams(Params):
         return value
 
     def apply(self, base: LLMConfig) -> LLMConfig:
-        """`base` with every field this object sets."""
-        return dataclasses.replace(base, **self.model_dump(exclude_none=True))
+        """`base` with every field this object sets (the harness switches one by one)."""
+        values = self.model_dump(exclude_none=True)
+        switches = values.pop("harness", None)
+        if switches:
+            values["harness"] = dataclasses.replace(base.harness, **switches)
+        return dataclasses.replace(base, **values)
+
+
+if TYPE_CHECKING:
+    HarnessParams = Params
+else:
+    HarnessParams = create_model(
+        "HarnessParams",
+        __base__=Params,
+        **{f.name: (Optional[bool], None) for f in dataclasses.fields(Harness)},  # noqa: UP045
+    )
 
 
 def llm_fields(names: tuple[str, ...] | None = None) -> dict[str, Any]:
     """`LLMConfig`'s fields (those in `names`, or all) as optional model fields (None: not set), each
-    keeping its type and bounds."""
+    keeping its type and bounds; the harness as its switches, each optional."""
     hints = get_type_hints(LLMConfig, include_extras=True)
+    hints["harness"] = HarnessParams
     fields = [f.name for f in dataclasses.fields(LLMConfig) if names is None or f.name in names]
     return {name: (Optional[hints[name]], None) for name in fields}  # noqa: UP045
 

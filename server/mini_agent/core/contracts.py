@@ -268,6 +268,25 @@ class ToolSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Harness:
+    """What the loop does around the model to help a small one finish; each switch on by default and
+    measured on and off by `bench/agents` (`llm.harness` on the wire, e.g. `{"finalCheck": false}`).
+
+    `text_calls`: in native and auto modes, a reply whose text is a tool call (a JSON object naming a
+    listed tool, fenced or not, `<tool_call>` tags, a list of them) is run as that call; auto then
+    settles on json for a server that ignored `tools`.
+    `prune_repeats`: in json mode the next turn's schema cannot express a call whose result the model
+    already has in this turn (a tool without arguments called already).
+    `final_check`: a final answer that leaves out a result this turn gathered gets one more turn, with
+    the task shown again, before it is taken.
+    """
+
+    text_calls: bool = True
+    prune_repeats: bool = True
+    final_check: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class LLMConfig:
     """The model settings, declared once: the daemon's and a session's `llm` options are this with
     every field optional (`params.LLMParams`), and the bounds below are what those options accept."""
@@ -286,6 +305,8 @@ class LLMConfig:
     max_reply_bytes: Annotated[int, Ge(1024)] = 8 * 1024 * 1024
     # tokens the model server holds (prompt and reply); None: ask the server, else `budget.DEFAULT_WINDOW`
     context_window: Annotated[int, Ge(512)] | None = None
+    seed: int | None = None  # sent as the request's `seed`, for servers that sample reproducibly
+    harness: Harness = field(default_factory=Harness)
 
 
 class LLMError(Exception):

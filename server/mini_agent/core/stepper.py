@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 
+from mini_agent.core import answercheck
 from mini_agent.core.approvals import Approvals, pending_for
 from mini_agent.core.budget import spent_on_context, too_long, window_use
 from mini_agent.core.checkpoints import Checkpoints
@@ -173,7 +174,9 @@ class Stepper:
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
         session.usage = session.usage + response.usage + spent_on_context(record)
         self._emit(UsageReported(sid, index, record.usage, session.usage, *window_use(record)))
-        if answered(record):
+        if answered(record) and response.refusal is None and self._another_look(session, record):
+            pass  # the answer left a result out: the model gets the task again, and one more turn
+        elif answered(record):
             self._emit(AnswerChunk(sid, index, record.final_answer or ""))
             reason = StopReason.END_TURN if response.refusal is None else StopReason.REFUSAL
             record.stop_reason = reason
@@ -189,6 +192,33 @@ class Stepper:
             self._check_loops(session, record)
         # no checkpoint here: the next one (before any tool runs, or the step's end) follows without an await
         return record
+
+    def _another_look(self, session: AgentSession, record: StepRecord) -> bool:
+        """The final check (`llm.harness.finalCheck`, `answercheck`): when this turn's answer does not
+        use a result the turn gathered, the answer is held back as a draft (the step's completion), the
+        model is shown the task and what it left out, and the turn goes on; once a turn, and only with
+        a step of the budget left for the answer."""
+        turn = session.steps[session.turn_start :]
+        if (
+            not session.config.llm.harness.final_check
+            or len(session.steps) - session.turn_start >= session.config.max_steps
+            or answercheck.checked(turn)
+        ):
+            return False
+        task = answercheck.current_task(session.messages)
+        missing = answercheck.unused_results(turn, record.final_answer or "", task)
+        if not missing:
+            return False
+        text = answercheck.note(task, missing, self._formats(record.tool_mode).finish)
+        record.final_answer = None
+        record.observations.append(Observation(f"{answercheck.CHECK_PREFIX}{record.index}", "", text))
+        session.messages.append(Message(Role.TOOL, text))
+        message = (
+            f"The answer does not use what {', '.join(missing)} returned: the model is shown the task again "
+            "for one more turn (llm.harness.finalCheck)."
+        )
+        self._emit(StatusChanged(session.session_id, record.index, session.status, message=message))
+        return True
 
     def _check_loops(self, session: AgentSession, record: StepRecord) -> None:
         """The same call N times in a row gets one note instead of a run; once more ends the session."""

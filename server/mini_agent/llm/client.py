@@ -13,7 +13,6 @@ gets is identical whether or not it streamed and wherever the network split it.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import uuid
@@ -25,16 +24,16 @@ from mini_agent.core.contracts import (
     LLMResponse,
     Message,
     NoticeSink,
-    Role,
     TextSink,
     ToolCall,
     ToolMode,
     ToolSpec,
 )
-from mini_agent.llm import jsonmode, react
+from mini_agent.llm import jsonmode, native, react
 from mini_agent.llm.failures import (
     ERROR_BODY_LIMIT,
     IGNORED_FORMAT,
+    IGNORED_TOOLS,
     ON_RETRY,
     REPOINT,
     HTTPStatusError,
@@ -49,7 +48,6 @@ from mini_agent.llm.replies import (
     BadReply,
     Completion,
     OverLimit,
-    RawCall,
     Sink,
     StreamCut,
     read_bounded,
@@ -105,6 +103,7 @@ class OpenAICompatibleClient:
         self._auto_mode: dict[tuple[str, str], ToolMode] = {}
         self._json_form: dict[tuple[str, str], jsonmode.Form] = {}
         self._announced: set[tuple[str, str, ToolMode]] = set()  # said in the log: server, model, mode
+        self._ignores_tools: set[tuple[str, str]] = set()  # answered `tools` with calls written as text
 
     async def __aenter__(self) -> OpenAICompatibleClient:
         return self
@@ -150,17 +149,29 @@ class OpenAICompatibleClient:
                 response = await self._in_mode(mode, messages, tools, config, on_text, fallback=True)
             except _Refused:
                 continue
+            if mode == "native" and key in self._ignores_tools:
+                # this call is run as written; later turns go where the grammar holds the form
+                self._settle(key, config, tried=mode, took="json", why=IGNORED_TOOLS)
+                return response
             self._settle(key, config, tried=mode, took=response.tool_mode)
             return response
         raise AssertionError("unreachable: react mode sends nothing a server could refuse")
 
-    def _settle(self, key: tuple[str, str], config: LLMConfig, *, tried: ToolMode, took: ToolMode) -> None:
+    def _settle(
+        self,
+        key: tuple[str, str],
+        config: LLMConfig,
+        *,
+        tried: ToolMode,
+        took: ToolMode,
+        why: str | None = None,
+    ) -> None:
         """Remember the mode auto mode took for this server and model (`tried` is the mode asked for: a
         json request answered in ReAct settles on react); a change is said once."""
         before = self._auto_mode.get(key, _AUTO_ORDER[0])
         self._auto_mode[key] = took
         if took != before:
-            notice_settled(config, took, IGNORED_FORMAT if took != tried else None)
+            notice_settled(config, took, why or (IGNORED_FORMAT if took != tried else None))
 
     async def _in_mode(
         self,
@@ -210,13 +221,14 @@ class OpenAICompatibleClient:
         payload = _payload(config, react.render_messages(messages, tools, jsonmode.PROTOCOL))
         refusable = fallback or form == "json_schema"
         streamed = Sink(on_text)  # a reply taken as ReAct is streamed whole, as react mode streams
+        offered = jsonmode.unspent(tools, messages) if config.harness.prune_repeats else tools
         try:
-            done = await self._json_once(payload, tools, form, config, streamed, refusable)
+            done = await self._json_once(payload, offered, form, config, streamed, refusable)
         except _FormatRejected:
             if form == "json_object":
                 raise
             form = "json_object"
-            done = await self._json_once(payload, tools, form, config, streamed, fallback)
+            done = await self._json_once(payload, offered, form, config, streamed, fallback)
         self._json_form[key] = form
         turn = jsonmode.parse(done.text, call_id=_new_call_id(), truncated=done.finish_reason == "length")
         if fallback and turn.format_error is not None:
@@ -258,15 +270,19 @@ class OpenAICompatibleClient:
         *,
         fallback: bool,
     ) -> LLMResponse:
-        payload = _payload(config, [_native_message(m) for m in messages])
+        payload = _payload(config, [native.message(m) for m in messages])
         if tools:
             payload["tools"] = [t.to_openai() for t in tools]
         done = await self._complete(payload, config, on_text, (), fallback=fallback)
-        calls = tuple(_tool_call(raw) for raw in done.calls)
+        calls = tuple(native.tool_call(raw, _new_call_id) for raw in done.calls)
         if calls:
             return _native_response(done, thought=done.text, calls=calls)
         if not done.text.strip():
             return _native_response(done, format_error="The reply was empty: no text and no tool call.")
+        written = native.written_calls(done.text, tools, _new_call_id) if config.harness.text_calls else ()
+        if written:
+            self._ignores_tools.add((config.base_url, config.model))
+            return _native_response(done, thought=done.text, calls=written)
         return _native_response(done, final_answer=done.text)
 
     async def _complete(
@@ -357,21 +373,6 @@ class OpenAICompatibleClient:
         return random.uniform(0.0, min(self._backoff_cap, self._backoff_base * 2**attempt))
 
 
-def _tool_call(raw: RawCall) -> ToolCall:
-    """A native call; text that is not a JSON object is kept with the reason, for the model to see."""
-    call_id = raw.id or _new_call_id()
-    if not raw.arguments.strip():
-        return ToolCall(call_id, raw.name, {}, raw.arguments)
-    try:
-        arguments = json.loads(raw.arguments)
-    except ValueError as exc:
-        return ToolCall(call_id, raw.name, {}, raw.arguments, f"the arguments are not valid JSON: {exc}")
-    if not isinstance(arguments, dict):
-        why = f"the arguments must be a JSON object, not {type(arguments).__name__}"
-        return ToolCall(call_id, raw.name, {}, raw.arguments, why)
-    return ToolCall(call_id, raw.name, arguments, raw.arguments)
-
-
 def _as_react(done: Completion, streamed: Sink) -> LLMResponse | None:
     """A json-mode reply that is a ReAct step instead (a server that ignores `response_format`, a model
     that writes ReAct): that step, in react mode, or None when the reply is not plainly ReAct.
@@ -445,28 +446,6 @@ def _refused(done: Completion, mode: ToolMode) -> LLMResponse | None:
     )
 
 
-def _native_message(message: Message) -> dict[str, Any]:
-    """One history entry as OpenAI wants it; earlier turns render to the same bytes every time."""
-    if message.role is Role.TOOL:
-        if message.tool_call_id is None:
-            return {"role": "user", "content": "Observation: " + message.content}
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    out: dict[str, Any] = {"role": message.role.value, "content": message.content}
-    if message.role is Role.ASSISTANT and message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {
-                    "name": call.name,
-                    "arguments": call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False),
-                },
-            }
-            for call in message.tool_calls
-        ]
-    return out
-
-
 def _payload(config: LLMConfig, messages: list[dict[str, Any]]) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "model": config.model,
@@ -475,6 +454,8 @@ def _payload(config: LLMConfig, messages: list[dict[str, Any]]) -> dict[str, Any
         "max_tokens": config.max_tokens,
         "stream": config.stream,
     }
+    if config.seed is not None:
+        payload["seed"] = config.seed
     if config.stream:
         payload["stream_options"] = {"include_usage": True}
     return payload

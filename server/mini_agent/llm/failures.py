@@ -119,6 +119,7 @@ _SETTLED_BECAUSE: dict[ToolMode, str] = {
     "react": "refused `response_format` (json mode)",
 }
 IGNORED_FORMAT = "ignored `response_format` and answered in ReAct text"
+IGNORED_TOOLS = "ignored `tools` (the model wrote its tool call as text)"
 
 
 def notice_settled(config: LLMConfig, mode: ToolMode, why: str | None = None) -> None:

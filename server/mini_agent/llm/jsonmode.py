@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
 from mini_agent.llm import react
 
 Form = Literal["json_schema", "json_object"]
@@ -25,11 +25,8 @@ Form = Literal["json_schema", "json_object"]
 SCHEMA_NAME = "agent_turn"
 
 EXPECTED_FORMAT = (
-    '{"thought": "<your reasoning>", "action": {"tool": "<tool name>", "arguments": {<the arguments>}}}\n'
-    "\n"
-    "or, when you can answer:\n"
-    "\n"
-    '{"thought": "<your reasoning>", "action": {"final_answer": "<your answer>"}}'
+    'one JSON object: a "thought" string, and an "action" object holding either "tool" (a listed '
+    'tool\'s name) and "arguments" (an object), or "final_answer" (a string)'
 )
 
 # A template for react.build_system_prompt: `{names}` is filled in, so literal braces are doubled.
@@ -38,15 +35,12 @@ PROTOCOL = """\
 
 Work in rounds. Each of your replies is exactly one JSON object and nothing else.
 
-To use a tool:
-{{"thought": "what you know so far and what you need next", \
-"action": {{"tool": "one of {names}", "arguments": {{"key": "value"}}}}}}
+To use a tool, the object's "thought" says what you know so far and what you need next, and its \
+"action" holds "tool" (one of {names}) and "arguments" (an object that follows that tool's schema above). \
+The tool's result arrives in the next message, starting with "Observation:".
 
-The arguments follow the tool's schema above. The tool's result arrives in the next message, starting \
-with "Observation:".
-
-When you have what you need:
-{{"thought": "why you are done", "action": {{"final_answer": "your answer for the user"}}}}"""
+When you have what you need, the "thought" says why you are done and the "action" holds \
+"final_answer": your answer for the user, answering every part of what they asked."""
 
 _FINAL_BRANCH: dict[str, Any] = {
     "type": "object",
@@ -366,3 +360,97 @@ def _decision(value: dict[str, Any], call_id: str) -> tuple[str | None, ToolCall
             return "`action.final_answer` must be a non-empty string", None, None
         return None, None, answer
     return "the action must hold either `tool` and `arguments`, or `final_answer`", None, None
+
+
+# --- what the next turn's grammar leaves out ----------------------------------------------------
+
+# Values a pruned string argument may be excluded from: plain names and paths, short enough that the
+# pattern the grammar compiles stays small. Anything else leaves the tool as it was.
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9_./ :@+-]{0,80}")
+_MAX_EXCLUDED = 16
+# a character of a JSON string the model may write: what the patterns below use for "any"
+_ANY = r'[^"\\]'
+
+
+def unspent(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> list[ToolSpec]:
+    """`tools` as the next json turn may call them: a call identical to one whose result the model
+    already has in this turn cannot be written.
+
+    What the grammar can express exactly: a tool without arguments, once called, is left out; a tool
+    with one string argument may not take a value already used (a `pattern` excluding those values,
+    the default counted for a call that left it out). Other tools are offered as they are; the loop
+    detector still notes their repeats. The prompt's tool list is not changed (the prefix cache).
+    """
+    spent = _spent_calls(messages)
+    offered: list[ToolSpec] = []
+    for tool in tools:
+        calls = spent.get(tool.name)
+        if not calls:
+            offered.append(tool)
+            continue
+        schema = _excluding(tool.input_schema, calls)
+        if schema is not None:
+            offered.append(ToolSpec(tool.name, tool.description, schema))
+    return offered
+
+
+def _spent_calls(messages: Sequence[Message]) -> dict[str, list[dict[str, Any]]]:
+    """The arguments of each call of the current user turn that has its result in the history."""
+    last_user = max((n for n, m in enumerate(messages) if m.role is Role.USER), default=0)
+    answered = {m.tool_call_id for m in messages[last_user:] if m.role is Role.TOOL and m.tool_call_id}
+    spent: dict[str, list[dict[str, Any]]] = {}
+    for message in messages[last_user:]:
+        for call in message.tool_calls:
+            if call.id in answered and call.parse_error is None:
+                spent.setdefault(call.name, []).append(call.arguments)
+    return spent
+
+
+def _excluding(schema: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """`schema` that no longer admits `calls`; None when nothing but those calls was admitted."""
+    properties = schema.get("properties")
+    if not properties:
+        return None
+    if not isinstance(properties, dict) or len(properties) != 1:
+        return schema
+    (name, prop), = properties.items()
+    if not isinstance(prop, dict) or prop.get("type") != "string" or {"enum", "const", "pattern"} & set(prop):
+        return schema
+    used = [call.get(name, prop.get("default")) for call in calls]
+    values = sorted({value for value in used if isinstance(value, str)})
+    if len(values) != len(set(used)) or len(values) > _MAX_EXCLUDED:
+        return schema  # a call without the value and no default to stand for it, or too many to write
+    if not all(_PLAIN_VALUE.fullmatch(value) for value in values):
+        return schema
+    left_out = name not in schema.get("required", ()) and prop.get("default") in values
+    required = [name] if left_out or name in schema.get("required", ()) else []
+    pruned = {**prop, "pattern": "^" + _none_of(values) + "$"}
+    return {**schema, "properties": {name: pruned}, "required": required}
+
+
+def _none_of(values: list[str]) -> str:
+    """A regular expression (the subset llama.cpp's grammar compiler reads: plain groups, classes,
+    `*`, `+`) matching every string except those in `values`, built from their trie."""
+    trie: dict[str, Any] = {}
+    for value in values:
+        node = trie
+        for char in value:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return _branch(trie)
+
+
+def _branch(node: dict[str, Any]) -> str:
+    children = {char: child for char, child in node.items() if char}
+    ends_here = "" in node
+    if not children:
+        return _ANY + "+"  # the value itself is excluded: only longer strings remain
+    others = "[^" + '"\\\\' + "".join(_class_char(char) for char in children) + "]" + _ANY + "*"
+    options = [others, *(re.escape(char) + _branch(child) for char, child in children.items())]
+    if not ends_here:
+        options.insert(0, "")  # a proper prefix of the values is another value
+    return "(" + "|".join(options) + ")"
+
+
+def _class_char(char: str) -> str:
+    return "\\" + char if char in "\\]^-" else char

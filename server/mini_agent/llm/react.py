@@ -34,14 +34,14 @@ from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
 STOP_SEQUENCES: tuple[str, ...] = ("\nObservation:", "\nObservation：", "Observation:")
 
 EXPECTED_FORMAT = (
-    "Thought: <your reasoning>\n"
-    "Action: <tool name>\n"
-    'Action Input: <the arguments as one JSON object, e.g. {"path": "notes.txt"}>\n'
+    "Thought: what you know so far and what you need next\n"
+    "Action: the tool's name, exactly as listed\n"
+    "Action Input: the arguments as one JSON object, keyed by the tool's argument names\n"
     "\n"
     "or, when you can answer:\n"
     "\n"
-    "Thought: <your reasoning>\n"
-    "Final Answer: <your answer>"
+    "Thought: why you are done\n"
+    "Final Answer: the answer for the user, every part of what they asked"
 )
 
 PROTOCOL = """\
@@ -52,7 +52,7 @@ Work in rounds. In each round write one of the two forms below, every marker at 
 To use a tool:
 Thought: what you know so far and what you need next
 Action: the tool's name, exactly as listed ({names})
-Action Input: the arguments as a single JSON object, e.g. {{"key": "value"}}
+Action Input: the arguments as a single JSON object, keyed by the tool's argument names
 
 Inside JSON strings, write a line break as \\n. After the Action Input, stop: the tool's result \
 arrives in the next message, starting with "Observation:". Never write an Observation yourself, not \
@@ -60,7 +60,7 @@ even inside an argument: that word ends your turn.
 
 When you have what you need:
 Thought: why you are done
-Final Answer: your answer for the user"""
+Final Answer: your answer for the user, answering every part of what they asked"""
 
 
 def build_system_prompt(base: str, tools: Sequence[ToolSpec], protocol: str = PROTOCOL) -> str:

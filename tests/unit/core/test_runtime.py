@@ -12,11 +12,15 @@ from typing import Any
 
 import pytest
 from mini_agent.core.contracts import (
+    Harness,
+    LLMConfig,
     LLMError,
+    Observation,
     Role,
     SessionStatus,
     StopReason,
     TokenUsage,
+    ToolCall,
 )
 from mini_agent.core.errors import SessionBusy, SessionFinished, UnknownSession
 from mini_agent.core.events import AgentEvent, AnswerChunk, StatusChanged, ToolCallFinished, ToolCallPending
@@ -162,3 +166,50 @@ async def test_unknown_session() -> None:
     runtime, _ = build(ScriptedModel(), Tools())
     with pytest.raises(UnknownSession):
         await runtime.step("nope")
+
+
+# --- the final check (llm.harness.finalCheck) --------------------------------------------------------
+
+
+class Lookup(Tools):
+    """`echo` that answers with a fact of its own, one the task and the arguments do not hold."""
+
+    async def execute(self, call: ToolCall, *, session_id: str) -> Observation:
+        self.ran.append(call)
+        return Observation(call.id, call.name, "the capital is Canberra")
+
+
+@pytest.mark.asyncio
+async def test_an_answer_that_leaves_out_a_result_gets_one_more_turn_with_the_task_shown() -> None:
+    asked = action(call("echo", 1, text="Australia"))
+    model = ScriptedModel(asked, answer("I am done."), answer("Canberra."))
+    runtime, events = build(model, Lookup(ECHO))
+    summary = await runtime.run(runtime.start_session("What is the capital of Australia?").session_id)
+    assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "Canberra."
+    draft = summary.session.steps[1]
+    assert draft.final_answer is None and "I am done." in draft.completion
+    note = model.seen[2][-1]
+    assert note.role is Role.TOOL and "What is the capital of Australia?" in note.content
+    assert "echo returned" in note.content and note.content == draft.observations[0].output
+    assert [e.text for e in events if isinstance(e, AnswerChunk)] == ["Canberra."]
+    assert any(isinstance(e, StatusChanged) and e.message and "finalCheck" in e.message for e in events)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("final_check", [True, False])
+async def test_the_final_check_is_once_a_turn_and_can_be_switched_off(final_check: bool) -> None:
+    model = ScriptedModel(action(call("echo", 1, text="Australia")), answer("Done."), answer("Still done."))
+    runtime, _ = build(model, Lookup(ECHO))
+    llm = dataclasses.replace(LLMConfig(), harness=Harness(final_check=final_check))
+    session = runtime.start_session("What is the capital of Australia?", llm=llm)
+    summary = await runtime.run(session.session_id)
+    assert summary.stop_reason is StopReason.END_TURN
+    assert summary.session.final_answer == ("Still done." if final_check else "Done.")
+
+
+@pytest.mark.asyncio
+async def test_the_final_check_never_spends_the_last_step_of_the_budget() -> None:
+    model = ScriptedModel(action(call("echo", 1, text="Australia")), answer("Done."))
+    runtime, _ = build(model, Lookup(ECHO), max_steps=2)
+    summary = await runtime.run(runtime.start_session("What is the capital of Australia?").session_id)
+    assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "Done."

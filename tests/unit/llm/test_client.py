@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from mini_agent.core.contracts import (
+    Harness,
     LLMConfig,
     LLMError,
     LLMResponse,
@@ -241,6 +242,52 @@ async def test_auto_uses_native_tools_when_the_server_takes_them() -> None:
     response = await client(transport).generate(HISTORY, [ADD], settings(tool_mode="auto", stream=False))
     assert response.tool_mode == "native" and response.tool_calls[0].arguments == {"a": 1}
     assert len(transport.requests) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_call_written_as_text_is_run_and_auto_settles_on_json_for_that_server() -> None:
+    written = '```json\n{"name": "add", "arguments": {"a": 2}}\n```'
+    transport = FakeTransport.replying(
+        sse(written), sse('{"thought": "done", "action": {"final_answer": "5"}}')
+    )
+    llm, notices = client(transport), []
+    first = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"), on_retry=notices.append)
+    second = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
+    assert first.tool_mode == "native" and [(c.name, c.arguments) for c in first.tool_calls] == [
+        ("add", {"a": 2})
+    ]
+    assert first.final_answer is None and first.content == written
+    assert second.tool_mode == "json" and second.final_answer == "5"
+    assert "tools" in sent(transport)[0] and "response_format" in sent(transport)[1]
+    assert len(notices) == 1 and "ignored `tools`" in notices[0] and "json mode" in notices[0]
+
+
+@pytest.mark.asyncio
+async def test_with_text_calls_off_a_written_call_stays_the_answer() -> None:
+    written = '{"name": "add", "arguments": {"a": 2}}'
+    transport = FakeTransport.replying(sse(written))
+    config = settings(tool_mode="native", harness=Harness(text_calls=False))
+    response = await client(transport).generate(HISTORY, [ADD], config)
+    assert response.final_answer == written and response.tool_calls == ()
+
+
+@pytest.mark.asyncio
+async def test_json_mode_cannot_repeat_a_call_whose_result_is_in_hand_and_sends_the_seed() -> None:
+    now = ToolSpec("now", "The time.", {"type": "object", "properties": {}})
+    done = ToolCall("c1", "now", {}, "{}")
+    result = Message(Role.TOOL, "12:00", tool_call_id="c1")
+    history = (*HISTORY, Message(Role.ASSISTANT, "x", tool_calls=(done,)), result)
+    transport = FakeTransport.replying(*(sse('{"thought": "t", "action": {"final_answer": "12:00"}}'),) * 2)
+    llm = client(transport)
+    await llm.generate(history, [now, ADD], settings(tool_mode="json", seed=7))
+    await llm.generate(history, [now, ADD], settings(tool_mode="json", harness=Harness(prune_repeats=False)))
+    pruned, kept = (body["response_format"]["json_schema"]["schema"] for body in sent(transport))
+    branches = pruned["properties"]["action"]["anyOf"]
+    offered = [branch["properties"].get("tool", {}).get("const") for branch in branches]
+    assert offered == ["add", None]  # `now` left out; the answer stays
+    assert len(kept["properties"]["action"]["anyOf"]) == 3
+    assert sent(transport)[0]["seed"] == 7 and "seed" not in sent(transport)[1]
+    assert "### now" in sent(transport)[0]["messages"][0]["content"]  # the prompt still lists it
 
 
 # --- failures and retries --------------------------------------------------------------------------

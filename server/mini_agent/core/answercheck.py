@@ -1,0 +1,72 @@
+"""The final check: a final answer that leaves out a result its turn gathered gets one more turn.
+
+A small model that called every tool a multi-part task needs often answers the last part alone (the
+count, and not the list of files it fetched first). Before such an answer is taken, the model is shown
+the task again and told which result its answer does not use; it answers again, or goes on working.
+At most once per user turn, so a model that meant what it said costs one turn, never a loop.
+
+"Uses a result" is read off the words: a result is used when the answer shares at least one of its
+salient tokens (a number, a name, a path) that neither the task nor the call's own arguments already
+held. A result with no such token (empty, or nothing but what was asked) counts as used; an error
+result counts as used (the model had to work around it, not report it). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from mini_agent.core.contracts import Message, Role
+from mini_agent.core.session import StepRecord
+
+CHECK_PREFIX = "check-"
+NOTE = (
+    "Before you finish, check your answer against the task: {task}\n"
+    "Your answer does not use what {tools} returned. If the task asks for it, {finish} again with every "
+    "part of the task answered; if it does not, {finish} again as it was."
+)
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*[A-Za-z0-9_]|[0-9]")
+_TASK_LIMIT = 2000  # characters of the task shown again
+_COMMON = frozenset(
+    {
+        "the", "and", "for", "not", "are", "was", "were", "with", "this", "that", "from", "have", "has",
+        "none", "null", "true", "false", "file", "files", "line", "lines", "ok", "yes", "no",
+    }
+)  # fmt: skip
+
+
+def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[str]:
+    """Names of the tools whose successful results in `turn` the answer does not use, in call order
+    (each name once); empty when the answer uses them all."""
+    said = _tokens(answer)
+    asked = _tokens(task)
+    missing: list[str] = []
+    for record in turn:
+        calls = {call.id: call for call in record.tool_calls}
+        for obs in record.observations:
+            call = calls.get(obs.call_id)
+            if call is None or obs.is_error or call.name in missing:
+                continue
+            salient = _tokens(obs.output) - asked - _tokens(call.raw_arguments or str(call.arguments))
+            if salient and not salient & said:
+                missing.append(call.name)
+    return missing
+
+
+def checked(turn: Iterable[StepRecord]) -> bool:
+    """Whether this turn already had its final check (it gets one)."""
+    return any(obs.call_id.startswith(CHECK_PREFIX) for record in turn for obs in record.observations)
+
+
+def current_task(messages: Sequence[Message]) -> str:
+    """The words of the current user turn: the task, or the latest follow-up."""
+    text = next((m.content for m in reversed(messages) if m.role is Role.USER), "")
+    return text if len(text) <= _TASK_LIMIT else text[:_TASK_LIMIT] + " …"
+
+
+def note(task: str, tools: Sequence[str], finish: str) -> str:
+    return NOTE.format(task=task, tools=", ".join(tools), finish=finish)
+
+
+def _tokens(text: str) -> set[str]:
+    return {token for token in (t.lower() for t in _TOKEN.findall(text)) if token not in _COMMON}

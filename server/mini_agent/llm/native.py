@@ -1,0 +1,59 @@
+"""Native tool mode's two edges: the history as OpenAI's chat messages (assistant `tool_calls`, `tool`
+results), and the calls of a reply — the server's `tool_calls`, or, for a server that did not take
+`tools`, the calls the model wrote as text (`textcalls`). Pure functions, no I/O."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
+from mini_agent.llm import textcalls
+from mini_agent.llm.replies import RawCall
+
+NewId = Callable[[], str]
+
+
+def message(entry: Message) -> dict[str, Any]:
+    """One history entry as OpenAI wants it; earlier turns render to the same bytes every time."""
+    if entry.role is Role.TOOL:
+        if entry.tool_call_id is None:
+            return {"role": "user", "content": "Observation: " + entry.content}
+        return {"role": "tool", "tool_call_id": entry.tool_call_id, "content": entry.content}
+    out: dict[str, Any] = {"role": entry.role.value, "content": entry.content}
+    if entry.role is Role.ASSISTANT and entry.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False),
+                },
+            }
+            for call in entry.tool_calls
+        ]
+    return out
+
+
+def tool_call(raw: RawCall, new_id: NewId) -> ToolCall:
+    """A call from the server's `tool_calls`; arguments that are not a JSON object are kept with the
+    reason, for the model to see."""
+    call_id = raw.id or new_id()
+    if not raw.arguments.strip():
+        return ToolCall(call_id, raw.name, {}, raw.arguments)
+    try:
+        arguments = json.loads(raw.arguments)
+    except ValueError as exc:
+        return ToolCall(call_id, raw.name, {}, raw.arguments, f"the arguments are not valid JSON: {exc}")
+    if not isinstance(arguments, dict):
+        why = f"the arguments must be a JSON object, not {type(arguments).__name__}"
+        return ToolCall(call_id, raw.name, {}, raw.arguments, why)
+    return ToolCall(call_id, raw.name, arguments, raw.arguments)
+
+
+def written_calls(text: str, tools: Sequence[ToolSpec], new_id: NewId) -> tuple[ToolCall, ...]:
+    """The calls of listed tools the model wrote in its reply's text (`llm.harness.textCalls`)."""
+    written = textcalls.read(text, tools)
+    return tuple(ToolCall(new_id(), call.name, call.arguments, call.raw_arguments) for call in written)

@@ -1,0 +1,97 @@
+"""Tool calls written as text: what a model that can call tools writes when its server did not take
+`tools` (llama-cpp-python ignores them with `tool_choice: "auto"`; other servers parse calls only with a
+flag or a chat template that knows them).
+
+Pure functions, no I/O. `read` finds, in a reply's text, the calls in the common textual forms:
+
+- a JSON object naming a tool and its arguments: `{"name": …, "arguments": {…}}` (also `parameters`,
+  `args` or `input` for the arguments, `tool` or `tool_name` for the name, and OpenAI's own
+  `{"function": {"name": …, "arguments": "…"}}`, arguments as a JSON string or an object);
+- the same object between `<tool_call>` and `</tool_call>` (Qwen's and Hermes' chat templates), fenced
+  in markdown or bare;
+- a JSON list of such objects.
+
+Only a call naming a listed tool counts, and only objects that start a line (or follow a fence or a
+tag) are read, so an example buried in prose stays prose. JSON is decoded, never repaired. The scan
+is bounded: at most `MAX_CANDIDATES` objects are decoded per reply, and at most `MAX_CALLS` calls
+come back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mini_agent.core.contracts import ToolSpec
+
+MAX_CANDIDATES = 32
+MAX_CALLS = 8
+
+_NAME_KEYS = ("name", "tool", "tool_name")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+# where a written call may begin: the start of a line (after indentation or a list marker), or right
+# after an opening tag or fence
+_START = re.compile(r"(?m)(?:^[ \t]*(?:[-*][ \t]+)?|<tool_call>\s*|```[a-zA-Z]*\s*)([\[{])")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True, slots=True)
+class TextCall:
+    """One call found in the text: the tool, its arguments, and the exact JSON they were read from."""
+
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str
+
+
+def read(text: str, tools: Sequence[ToolSpec]) -> list[TextCall]:
+    """The calls of listed tools written in `text`, in order; empty when there is none."""
+    names = {tool.name for tool in tools}
+    if not names or not text.strip():
+        return []
+    calls: list[TextCall] = []
+    end = 0
+    for tried, match in enumerate(_START.finditer(text)):
+        if tried >= MAX_CANDIDATES or len(calls) >= MAX_CALLS:
+            break
+        start = match.start(1)
+        if start < end:  # inside a value already read
+            continue
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        calls.extend(_calls(value, names))
+    return calls[:MAX_CALLS]
+
+
+def _calls(value: Any, names: set[str]) -> Iterable[TextCall]:
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        call = _call(item, names)
+        if call is not None:
+            yield call
+
+
+def _call(value: Any, names: set[str]) -> TextCall | None:
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("function"), dict):  # OpenAI's own shape, written out
+        value = value["function"]
+    name = next((value[key] for key in _NAME_KEYS if isinstance(value.get(key), str)), None)
+    if name not in names:
+        return None
+    present = [key for key in _ARGUMENT_KEYS if key in value]
+    # no arguments key: the other keys are the arguments (`{"name": "read", "path": "a.txt"}`)
+    arguments: Any = value[present[0]] if present else {k: v for k, v in value.items() if k not in _NAME_KEYS}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    return TextCall(name, arguments, json.dumps(arguments, ensure_ascii=False))

@@ -1,0 +1,76 @@
+"""Tool calls written as text (`llm.textcalls`): the forms small models write when their server did not
+take `tools`, read only for listed tools and only where a call can start."""
+
+from __future__ import annotations
+
+import pytest
+from mini_agent.core.contracts import ToolSpec
+from mini_agent.llm import textcalls
+
+COUNT = ToolSpec(
+    "count_file_lines",
+    "Count lines.",
+    {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]},
+)
+LIST = ToolSpec("list_python_files", "List.", {"type": "object", "properties": {}})
+TOOLS = [COUNT, LIST]
+
+
+def found(text: str) -> list[tuple[str, dict[str, object]]]:
+    return [(call.name, call.arguments) for call in textcalls.read(text, TOOLS)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```json\n{"name": "count_file_lines", "arguments": {"file_path": "schema.py"}}\n```',
+        '{"name": "count_file_lines", "arguments": {"file_path": "schema.py"}}',
+        '<tool_call>\n{"name": "count_file_lines", "arguments": {"file_path": "schema.py"}}\n</tool_call>',
+        'I will count them.\n{"name": "count_file_lines", "parameters": {"file_path": "schema.py"}}',
+        '{"type": "function", "function": {"name": "count_file_lines", '
+        '"arguments": "{\\"file_path\\": \\"schema.py\\"}"}}',
+        '{"tool": "count_file_lines", "file_path": "schema.py"}',
+    ],
+)
+def test_the_common_written_forms_of_one_call_are_read_as_that_call(text: str) -> None:
+    assert found(text) == [("count_file_lines", {"file_path": "schema.py"})]
+
+
+def test_a_list_of_calls_and_several_tagged_calls_are_read_in_order() -> None:
+    listed = (
+        '[{"name": "list_python_files", "arguments": {}}, '
+        '{"name": "count_file_lines", "arguments": {"file_path": "a.py"}}]'
+    )
+    tagged = (
+        '<tool_call>{"name": "list_python_files", "arguments": {}}</tool_call>\n'
+        '<tool_call>{"name": "count_file_lines", "arguments": {"file_path": "a.py"}}</tool_call>'
+    )
+    expected = [("list_python_files", {}), ("count_file_lines", {"file_path": "a.py"})]
+    assert found(listed) == expected and found(tagged) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "schema.py has 21 non-empty lines.",
+        '{"name": "delete_everything", "arguments": {}}',  # not a listed tool
+        # in the middle of prose
+        'The call would be {"name": "count_file_lines", "arguments": {"file_path": "x"}} in JSON.',
+        '{"name": "count_file_lines", "arguments": "not json"}',
+        '{"name": "count_file_lines", "arguments": [1, 2]}',
+        '{"name": "count_file_lines", "arguments": {"file_path": ',  # cut off
+    ],
+)
+def test_prose_unknown_tools_and_broken_objects_are_no_call(text: str) -> None:
+    assert found(text) == []
+
+
+def test_the_scan_is_bounded_however_many_objects_the_text_holds() -> None:
+    text = '\n{"name": "list_python_files", "arguments": {}}' * 100
+    assert len(textcalls.read(text, TOOLS)) == textcalls.MAX_CALLS
+    noise = "\n{" * 10_000 + '\n{"name": "list_python_files"}'
+    assert textcalls.read(noise, TOOLS) == []  # past MAX_CANDIDATES starts, nothing more is decoded
+
+
+def test_no_tools_means_no_calls() -> None:
+    assert textcalls.read('{"name": "count_file_lines", "arguments": {}}', []) == []
