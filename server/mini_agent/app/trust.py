@@ -7,7 +7,9 @@ it, the tool files' contents included, so that a changed tool file or list asks 
 allow` does). The store is one JSON file, `trust.json`, in the user's state folder
 (`$MINI_AGENT_STATE_DIR`, else `$XDG_STATE_HOME/mini-agent`, else `~/.local/state/mini-agent`), never
 inside a workspace: keyed by the folder's real path, each entry the digest, the list in words and the
-time. It is written whole, to a temporary file renamed over it, 0600 in a 0700 folder. A trust file
+time. It is written whole, to a temporary file renamed over it, 0600 in a 0700 folder, and changed
+under an advisory lock (`trust.json.lock` beside it, `statedir.locked`) with the store re-read inside
+the lock, so concurrent `trust` and `untrust` processes lose no decision. A trust file
 larger than `MAX_STORE_BYTES`, or one that does not parse, is read as empty (and a log line says so).
 
 `distrust` is what a folder not trusted takes up of a session its store holds.
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mini_agent.app import workspace_file
 from mini_agent.plumbing.statedir import STATE_DIR_ENV as STATE_DIR_ENV
-from mini_agent.plumbing.statedir import state_dir
+from mini_agent.plumbing.statedir import locked, state_dir
 
 if TYPE_CHECKING:
     import logging
@@ -214,24 +216,27 @@ def remember(root: Path, config: Configured) -> list[str]:
     if _inside(store_path(), Path(key)):
         raise ValueError(f"the trust file {store_path()} lies inside {key}: a folder cannot vouch for itself")
     runs = Runs.of(config)
-    folders = load_store()
-    folders.pop(key, None)
-    while len(folders) >= MAX_FOLDERS:
-        oldest = min(folders, key=lambda name: str(folders[name].get("trustedAt", "")))
-        folders.pop(oldest)
+    digest, words = runs.digest(root), runs.words()  # files read before the lock: it is held briefly
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    folders[key] = {"digest": runs.digest(root), "wouldRun": runs.words(), "trustedAt": stamp}
-    _save_store(folders)
-    return runs.words()
+    with locked(store_path()):  # re-read inside it: a concurrent change made meanwhile is kept
+        folders = load_store()
+        folders.pop(key, None)
+        while len(folders) >= MAX_FOLDERS:
+            oldest = min(folders, key=lambda name: str(folders[name].get("trustedAt", "")))
+            folders.pop(oldest)
+        folders[key] = {"digest": digest, "wouldRun": words, "trustedAt": stamp}
+        _save_store(folders)
+    return words
 
 
 def forget(root: Path) -> list[str] | None:
     """Trust `root` no more; returns the `wouldRun` it was remembered with (None: it was not)."""
-    folders = load_store()
-    entry = folders.pop(real(root), None)
-    if entry is None:
-        return None
-    _save_store(folders)
+    with locked(store_path()):
+        folders = load_store()
+        entry = folders.pop(real(root), None)
+        if entry is None:
+            return None
+        _save_store(folders)
     words = entry.get("wouldRun")
     return [str(word) for word in words] if isinstance(words, list) else []
 
