@@ -30,7 +30,8 @@ from pygls.uris import to_fs_path
 from mini_agent import __version__
 from mini_agent.lsp import pygls_compat, session_config, slash, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
-from mini_agent.lsp.progress import ask_client, cancellable, progress, server_token
+from mini_agent.lsp.outgoing import Outgoing
+from mini_agent.lsp.progress import cancellable, progress, server_token
 from mini_agent.plumbing import jsoncodec
 from mini_agent.plumbing.pipes import SafeWriter
 
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mini_agent")
 T = TypeVar("T")
-
 
 
 class _Rejected:
@@ -139,12 +139,14 @@ class AgentServer(LanguageServer):
         self.restoring: asyncio.Future[None] | None = None
         self.shutting_down = False
         self._closing: asyncio.Future[None] | None = None
+        self.outgoing = Outgoing(self)  # requests to the client, withdrawn when nobody waits for them
 
     def close_daemon(self) -> asyncio.Future[None]:
         """Stop tool hosts, close the HTTP session and the store, once: `shutdown` and the end of
         input (an editor that exits without waiting for the answer) share the same closing."""
         self.shutting_down = True
         if self._closing is None:
+            self.outgoing.withdraw_all()  # a question still at the editor ends with the daemon
             daemon = self._daemon
             self._closing = asyncio.ensure_future(daemon.aclose() if daemon is not None else asyncio.sleep(0))
         return self._closing
@@ -174,13 +176,8 @@ class AgentServer(LanguageServer):
         from mini_agent.lsp.client import LspClient
 
         assert isinstance(self.protocol, AgentProtocol)
-        client = LspClient(self.protocol.notify_json, self._client_request, lambda: self.client_capabilities)
+        client = LspClient(self.protocol.notify_json, self.outgoing.ask, lambda: self.client_capabilities)
         return Workspace(root, options, client, config=config)
-
-    async def _client_request(self, method: str, params: Any) -> Any:
-        from mini_agent.lsp.wire import plain
-
-        return plain(await ask_client(self, method, params))
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A frame that is not JSON gets the JSON-RPC parse error (id null); the connection lives on."""

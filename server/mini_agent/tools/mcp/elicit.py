@@ -6,8 +6,11 @@ is told `decline`. A URL question is a link to open (http or https only). With n
 session calling or starting the server, or a client that cannot ask) the answer is `decline`, and the
 call that was in flight is marked (see `unasked`) so the model is told the question went unanswered.
 
-The wait for the person is part of the tool call: the call's timeout, or its cancellation, cancels
-the question (the server withdraws it, `notifications/cancelled`); `ANSWER_WAIT_SEC` bounds it besides.
+The wait for the person is part of the tool call: when the call ends — its timeout, its cancellation,
+the end of the turn, the session or the daemon — the question is withdrawn from the person (`asking`),
+whether or not the server withdraws it too (`notifications/cancelled`), and the server is told
+`cancel`: an answer the person gives after that never reaches it. `ANSWER_WAIT_SEC` bounds the wait
+besides.
 """
 
 from __future__ import annotations
@@ -69,12 +72,19 @@ async def answer(asking: Asking, params: types.ElicitRequestParams) -> types.Eli
         return types.ElicitResult(action="decline")
     try:
         async with asyncio.timeout(ANSWER_WAIT_SEC):
-            reply = await asking.person.elicit(request)
+            reply = await asking.ask(session_id, request)
     except TimeoutError:
         log.info(
             "a question from MCP server '%s' went unanswered for %g s: cancelled",
             asking.server,
             ANSWER_WAIT_SEC,
+        )
+        return types.ElicitResult(action="cancel")
+    if reply is None:
+        log.info(
+            "a question from MCP server '%s' was withdrawn: the call it was asked for ended; "
+            "the server is told cancel",
+            asking.server,
         )
         return types.ElicitResult(action="cancel")
     if reply.unasked:
