@@ -27,7 +27,7 @@ local REJECTED = { reject_once = 'rejected', reject_always = 'rejected for this 
 ---@param callback fun(decision: string, reason: string?)
 function M.choose(call, options, callback)
   local prompt = ('mini-agent wants to run %s %s'):format(call.name or '?', trace.arguments(call))
-  vim.ui.select(options or M.DEFAULT_OPTIONS, {
+  require('mini_agent.text').select(options or M.DEFAULT_OPTIONS, {
     prompt = prompt,
     kind = 'mini_agent.permission',
     format_item = function(option)

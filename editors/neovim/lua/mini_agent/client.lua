@@ -4,6 +4,7 @@
 --- block: everything here takes a callback.
 local config = require('mini_agent.config')
 local log = require('mini_agent.log')
+local text = require('mini_agent.text')
 
 local M = {}
 
@@ -67,7 +68,7 @@ local function handlers()
     ['window/logMessage'] = log.on_log_message,
     ['window/showMessage'] = function(_, params)
       log.write('showMessage ' .. tostring(params.message))
-      vim.notify(params.message, NOTIFY_LEVELS[params.type] or vim.log.levels.INFO)
+      text.notify(params.message, NOTIFY_LEVELS[params.type] or vim.log.levels.INFO)
     end,
   }
 end
@@ -84,7 +85,7 @@ local function on_exit(daemon, code, signal)
     local note = ('daemon exited (code %s), see :MiniAgentLog'):format(code)
     require('mini_agent.sessions').on_daemon_exit(daemon.root, note)
     if config.get().notify then
-      vim.notify(why, vim.log.levels.ERROR)
+      text.notify(why, vim.log.levels.ERROR)
     end
   end
 end
@@ -104,11 +105,11 @@ local function settle_trust(daemon, done)
   end
   trust.ask(daemon, request, function(choice, err)
     if err then
-      vim.notify('mini-agent: could not trust the folder: ' .. err.message, vim.log.levels.ERROR)
+      text.notify('mini-agent: could not trust the folder: ' .. err.message, vim.log.levels.ERROR)
     elseif not choice then
       local left_out = table.concat(vim.tbl_get(daemon.agent, 'trust', 'wouldRun') or {}, '; ')
       log.write('folder not trusted; left out: ' .. left_out)
-      vim.notify(('mini-agent: %s is not trusted, so these wait: %s. :MiniAgentTrust trusts it later.'):format(
+      text.notify(('mini-agent: %s is not trusted, so these wait: %s. :MiniAgentTrust trusts it later.'):format(
         daemon.root,
         left_out
       ), vim.log.levels.WARN)

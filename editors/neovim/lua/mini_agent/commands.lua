@@ -69,7 +69,7 @@ function M.show(sid, result)
   local output = tostring(result.commandOutput or '')
   trace.note(sid, head .. (output ~= '' and (':\n' .. output) or ''), result.ok == false)
   if result.ok == false then
-    vim.notify(('mini-agent: %s: %s'):format(head, output), vim.log.levels.WARN)
+    require('mini_agent.text').notify(('mini-agent: %s: %s'):format(head, output), vim.log.levels.WARN)
   end
 end
 

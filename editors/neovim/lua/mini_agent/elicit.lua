@@ -10,6 +10,7 @@
 --- As for approvals, vim.lsp runs the handler inside a coroutine: it yields until each prompt has
 --- been answered, whether the prompt answers at once (the built-in ones) or later (pickers).
 local log = require('mini_agent.log')
+local inert = require('mini_agent.text')
 
 local M = {}
 
@@ -47,13 +48,13 @@ end
 
 local function input(opts)
   return await(function(done)
-    vim.ui.input(opts, done)
+    inert.input(opts, done)
   end)
 end
 
 local function select(items, opts)
   return await(function(done)
-    vim.ui.select(items, opts, function(choice)
+    inert.select(items, opts, function(choice)
       done(choice)
     end)
   end)
@@ -151,7 +152,7 @@ local function ask_text(header, name, prop, required)
       return value
     end
   end
-  vim.notify(('mini-agent: %s: %s; the question is cancelled'):format(name, problem), vim.log.levels.WARN)
+  inert.notify(('mini-agent: %s: %s; the question is cancelled'):format(name, problem), vim.log.levels.WARN)
 end
 
 local function ask_choice(header, name, prop, required)
@@ -281,7 +282,7 @@ local function link(params)
   end
   local _, err = vim.ui.open(params.url)
   if err then
-    vim.notify(('mini-agent: could not open %s: %s'):format(params.url, err), vim.log.levels.WARN)
+    inert.notify(('mini-agent: could not open %s: %s'):format(params.url, err), vim.log.levels.WARN)
   end
   return { action = 'accept' }
 end

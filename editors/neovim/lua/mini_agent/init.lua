@@ -21,7 +21,7 @@ local registered = {}
 
 local function notify(text, level)
   if config.get().notify or level == vim.log.levels.ERROR then
-    vim.notify('mini-agent: ' .. text, level or vim.log.levels.INFO)
+    require('mini_agent.text').notify('mini-agent: ' .. text, level or vim.log.levels.INFO)
   end
 end
 
@@ -314,7 +314,7 @@ function M.model(name, opts)
           return id == current and (id .. '  (current)') or id
         end,
       }
-      vim.ui.select(ids, select_opts, function(choice)
+      require('mini_agent.text').select(ids, select_opts, function(choice)
         if choice then
           keep(daemon, root, { model = choice }, 'model: ' .. choice, done)
         else
@@ -349,7 +349,7 @@ function M.mode(mode, opts)
     return
   end
   local current = picks.mode(root)
-  vim.ui.select(picks.MODES, {
+  require('mini_agent.text').select(picks.MODES, {
     prompt = 'mini-agent permission mode',
     kind = 'mini_agent.mode',
     format_item = function(choice)
@@ -467,7 +467,7 @@ function M.sessions(opts)
         return
       end
       local select_opts = { prompt = 'mini-agent sessions', kind = 'mini_agent.session', format_item = describe }
-      vim.ui.select(result.sessions, select_opts, function(choice)
+      require('mini_agent.text').select(result.sessions, select_opts, function(choice)
         if choice then
           M.show(choice.sessionId, { root = root, on_done = done })
         else
@@ -517,7 +517,7 @@ function M.approvals(opts)
       end
       local pending, left = {}, #waiting
       local function choose()
-        vim.ui.select(pending, {
+        require('mini_agent.text').select(pending, {
           prompt = 'mini-agent: tool calls waiting for approval',
           kind = 'mini_agent.pending',
           format_item = function(item)

@@ -39,7 +39,7 @@ end
 
 local function notify(text, level)
   if config.get().notify then
-    vim.notify('mini-agent: ' .. text, level or vim.log.levels.INFO)
+    require('mini_agent.text').notify('mini-agent: ' .. text, level or vim.log.levels.INFO)
   end
 end
 

@@ -32,8 +32,12 @@ end
 ---@param would_run string[]?
 ---@return string
 function M.prompt(root, would_run)
-  local listed = (would_run and #would_run > 0) and table.concat(would_run, '; ') or 'its configured tools'
-  return ('mini-agent: trust %s? It would run: %s'):format(root, listed)
+  -- each on one line, as written: a workspace file wrote them (a newline or a carriage return in a
+  -- command line could make it look like another)
+  local line = require('mini_agent.text').line
+  local listed = (would_run and #would_run > 0) and table.concat(vim.tbl_map(line, would_run), '; ')
+    or 'its configured tools'
+  return ('mini-agent: trust %s? It would run: %s'):format(line(root), listed)
 end
 
 --- Ask about the daemon's folder, then call `done(choice)` once the daemon has the answer (or the
@@ -50,7 +54,7 @@ function M.ask(daemon, request, done)
       return choice.label
     end,
   }
-  vim.ui.select(M.CHOICES, select_opts, function(choice)
+  require('mini_agent.text').select(M.CHOICES, select_opts, function(choice)
     if not choice or not choice.trust then
       done(nil)
       return
