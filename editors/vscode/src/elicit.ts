@@ -7,7 +7,13 @@
  *
  * Nothing here imports `vscode`: the prompts come through `ElicitUi`, so the unit tests walk the same
  * code with scripted answers and the extension gives it input boxes and quick picks.
+ *
+ * Everything the prompts show of the question is the server's text: an input box's prompt and its
+ * validation message would make a link (a `command:` one runs a command) of `[x](command:…)`, rows
+ * draw `$(name)` as an icon; so each is made plain here (inert.ts).
  */
+
+import { plainLabel, plainPrompt, visible } from "./inert";
 
 /** What the client announces under `capabilities.experimental.agent.elicitation`: form and URL mode. */
 export const ELICITATION_CAPABILITY = { form: {}, url: {} } as const;
@@ -137,10 +143,19 @@ export function fieldTitle(field: Field): string {
 
 /** The walk's title: who asks, and what. */
 export function elicitTitle(params: ElicitParams): string {
-  return `${params.serverName} asks: ${params.message}`;
+  return visible(`${params.serverName} asks: ${params.message}`);
 }
 
 const LEFT_OUT = Symbol("left out");
+
+/** Choices shown as written (their labels and descriptions are the server's). */
+function plainChoices(choices: Choice[]): Choice[] {
+  return choices.map((choice) => ({
+    ...choice,
+    label: plainLabel(choice.label),
+    ...(choice.description === undefined ? {} : { description: plainLabel(choice.description) }),
+  }));
+}
 
 /** Ask one field; undefined when dismissed, LEFT_OUT when an optional field is left without an answer. */
 async function askField(ui: ElicitUi, title: string, field: Field, step: string): Promise<unknown> {
@@ -150,7 +165,7 @@ async function askField(ui: ElicitUi, title: string, field: Field, step: string)
   if (schema.type === "array") {
     const defaults = Array.isArray(schema.default) ? schema.default : [];
     const choices = (fieldChoices(schema) ?? []).map((choice) => ({ ...choice, picked: defaults.includes(choice.value) }));
-    const picked = await ui.pickMany({ title, placeholder, choices });
+    const picked = await ui.pickMany({ title, placeholder: visible(placeholder), choices: plainChoices(choices) });
     return picked?.map((choice) => choice.value);
   }
   const choices =
@@ -164,11 +179,15 @@ async function askField(ui: ElicitUi, title: string, field: Field, step: string)
     const marked = choices.map((choice) => (choice.value === schema.default ? { ...choice, description: "default" } : choice));
     const ordered = [...marked.filter((c) => c.description === "default"), ...marked.filter((c) => c.description !== "default")];
     if (!field.required) ordered.push({ label: NO_ANSWER, value: LEFT_OUT });
-    const picked = await ui.pick({ title, placeholder, choices: ordered });
+    const picked = await ui.pick({ title, placeholder: visible(placeholder), choices: plainChoices(ordered) });
     return picked?.value;
   }
   const value = schema.default === undefined ? undefined : String(schema.default);
-  const text = await ui.input({ title, prompt: placeholder, value, validate: (typed) => parseField(field, typed).problem });
+  const validate = (typed: string) => {
+    const problem = parseField(field, typed).problem;
+    return problem === undefined ? undefined : plainPrompt(problem);
+  };
+  const text = await ui.input({ title, prompt: plainPrompt(placeholder), value, validate });
   if (text === undefined) return undefined;
   const parsed = parseField(field, text);
   if (parsed.problem !== undefined) return undefined; // the input box does not accept a wrong answer
@@ -191,14 +210,14 @@ async function form(params: ElicitParams, ui: ElicitUi): Promise<ElicitAnswer> {
     { label: DECLINE, value: DECLINE, description: `tell ${params.serverName} no` },
   ];
   const placeholder = fields.length > 0 ? `Send these answers to ${params.serverName}?` : params.message;
-  const final = await ui.pick({ title, placeholder, choices });
+  const final = await ui.pick({ title, placeholder: visible(placeholder), choices: plainChoices(choices) });
   if (final === undefined) return { action: "cancel" };
   return final.value === SEND ? { action: "accept", content } : { action: "decline" };
 }
 
 async function link(params: ElicitParams, ui: ElicitUi): Promise<ElicitAnswer> {
   const url = params.url ?? "";
-  const button = await ui.confirm({ message: elicitTitle(params), detail: `Open ${url}?`, buttons: [OPEN, DECLINE] });
+  const button = await ui.confirm({ message: elicitTitle(params), detail: visible(`Open ${url}?`), buttons: [OPEN, DECLINE] });
   if (button === undefined) return { action: "cancel" };
   if (button === DECLINE) return { action: "decline" };
   await ui.openExternal(url);

@@ -36,6 +36,7 @@ import {
 } from "./pickers";
 import {
   APPROVAL_CHOICES,
+  approvalPrompt,
   argumentsView,
   askTitle,
   continuesConversation,
@@ -48,6 +49,7 @@ import {
   type ApprovalChoice,
 } from "./prompts";
 import { promptElicitation } from "./elicitUi";
+import { plainLabel, plainMessage } from "./inert";
 import { functionAtLine } from "./python";
 import { SessionsView, type SessionItem } from "./sessionsView";
 import { commandItems, commandNotice, onEnter, type CommandItem } from "./slash";
@@ -450,9 +452,10 @@ class Extension implements vscode.Disposable {
     const pending = this.approvals.pending();
     if (pending.length > 0) items.push({ label: "Waiting for a decision", kind: vscode.QuickPickItemKind.Separator });
     for (const wait of pending) {
+      const asked = approvalPrompt(wait.toolCall);
       items.push({
-        label: `$(bell) ${wait.toolCall.name}`,
-        description: shorten(JSON.stringify(wait.toolCall.arguments), 60),
+        label: asked.label,
+        description: asked.description,
         detail: `session ${wait.sessionId} — pick to decide`,
         act: async () => {
           const choice = await promptPermission({ sessionId: wait.sessionId, toolCall: wait.toolCall, tool: wait.tool, options: [] }, true);
@@ -467,12 +470,12 @@ class Extension implements vscode.Disposable {
     if (rules.length > 0) items.push({ label: "Standing decisions (pick to revoke)", kind: vscode.QuickPickItemKind.Separator });
     for (const rule of rules) {
       items.push({
-        label: `${rule.allow ? "$(check)" : "$(circle-slash)"} ${rule.tool}`,
+        label: `${rule.allow ? "$(check)" : "$(circle-slash)"} ${plainLabel(rule.tool)}`,
         description: rule.allow ? "always allowed" : "always rejected",
         detail: `since ${new Date(rule.since).toLocaleTimeString()} — the extension answers for it; pick to revoke`,
         act: async () => {
           this.approvals.revoke(rule.tool);
-          void vscode.window.showInformationMessage(`Mini Agent: ${rule.tool} will ask again.`);
+          void vscode.window.showInformationMessage(plainMessage(`Mini Agent: ${rule.tool} will ask again.`));
         },
       });
     }
@@ -610,9 +613,9 @@ class Extension implements vscode.Disposable {
 
   private async pickFrom(sessions: SessionSummary[], title: string): Promise<string | undefined> {
     const items = sessions.map((s) => ({
-      label: shorten(s.task, 80),
+      label: plainLabel(shorten(s.task, 80)),
       description: s.status === "finished" ? stopText(s.stopReason) : s.status.replace("_", " "),
-      detail: `${s.stepCount} steps · ${s.sessionId}${s.finalAnswer ? ` · ${shorten(s.finalAnswer, 80)}` : ""}`,
+      detail: plainLabel(`${s.stepCount} steps · ${s.sessionId}${s.finalAnswer ? ` · ${shorten(s.finalAnswer, 80)}` : ""}`),
       sessionId: s.sessionId,
     }));
     return (await vscode.window.showQuickPick(items, { title, matchOnDetail: true }))?.sessionId;
@@ -678,7 +681,7 @@ class Extension implements vscode.Disposable {
     this.output.error(`${message(error)}`);
     if (error instanceof DaemonNotFound) {
       void vscode.window
-        .showErrorMessage(error.message, OPEN_SETTINGS, "Show log")
+        .showErrorMessage(plainMessage(error.message), OPEN_SETTINGS, "Show log")
         .then((pick) => {
           if (pick === OPEN_SETTINGS) void vscode.commands.executeCommand("workbench.action.openSettings", "miniAgent");
           if (pick === "Show log") this.output.show(true);
@@ -687,7 +690,8 @@ class Extension implements vscode.Disposable {
     }
     const reason = errorReason(error);
     const text = reason === "session_busy" ? "that session is already running" : message(error);
-    void vscode.window.showErrorMessage(`Mini Agent: ${text}`, "Show log").then((pick) => pick && this.output.show(true));
+    // The daemon's message may quote the model server, a tool or an MCP server (see inert.ts).
+    void vscode.window.showErrorMessage(plainMessage(`Mini Agent: ${text}`), "Show log").then((pick) => pick && this.output.show(true));
   }
 }
 
@@ -702,16 +706,15 @@ class Extension implements vscode.Disposable {
  */
 async function promptPermission(request: PermissionRequest, direct = false): Promise<Decision | undefined> {
   const call = request.toolCall;
-  const inline = shorten(JSON.stringify(call.arguments) ?? call.rawArguments, 80);
+  const asked = approvalPrompt(call, request.tool.source ?? undefined);
   if (!direct) {
-    const first = await vscode.window.showWarningMessage(`Mini Agent wants to run ${call.name}(${inline})`, "Review…");
+    const first = await vscode.window.showWarningMessage(asked.notice, "Review…");
     if (first === undefined) return undefined;
   }
-  const source = request.tool.source ? ` · defined in ${request.tool.source.path}:${request.tool.source.line}` : "";
   const closeArguments = await callArguments.show(call);
   const picker = vscode.window.createQuickPick<ApprovalChoice & vscode.QuickPickItem>();
-  picker.title = `Allow Mini Agent to run “${call.name}”?`;
-  picker.placeholder = `${call.name}(${inline})${source} — arguments shown beside; Enter rejects; Escape decides later`;
+  picker.title = asked.title;
+  picker.placeholder = asked.placeholder;
   picker.items = [...APPROVAL_CHOICES];
   picker.activeItems = picker.items.filter((item) => item.decision === DEFAULT_DECISION);
   picker.ignoreFocusOut = true;

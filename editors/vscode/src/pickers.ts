@@ -4,6 +4,7 @@
  * Nothing here imports `vscode`, so the unit tests check it directly.
  */
 
+import { plainLabel, visible } from "./inert";
 import type { ModelListing, PermissionMode } from "./protocol";
 
 export interface ModeChoice {
@@ -88,20 +89,21 @@ export function modelPicker(listing: ModelListing | undefined, current: string |
       : listing.source === "configured"
         ? listing.message ?? "The model server listed no models: the configured one is the only choice."
         : undefined;
+  // The ids and the message come from the model server: rows show them as written (see inert.ts).
   const items: ModelItem[] = ids.map((id) => ({
-    label: id,
+    label: plainLabel(id),
     model: id,
     description: id === chosen ? "(current)" : undefined,
-    detail: why,
+    detail: why === undefined ? undefined : plainLabel(why),
   }));
   items.push({ label: REFRESH_LABEL, refresh: true, description: "ask the model server again" });
   const placeholder = why ?? `The models ${listing?.baseUrl ?? "the model server"} lists; the pick applies from the next model turn.`;
-  return { items, placeholder };
+  return { items, placeholder: visible(placeholder) };
 }
 
 /** The model status bar item's text. */
 export function modelStatusText(model: string | undefined): string {
-  return `$(hubot) ${model ?? "model"}`;
+  return `$(hubot) ${model === undefined ? "model" : plainLabel(model)}`;
 }
 
 /** The permission-mode status bar item's text. */

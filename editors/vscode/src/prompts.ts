@@ -4,6 +4,7 @@
  * order, the default and when a notice appears, without a window.
  */
 
+import { plainLabel, plainMessage, visible } from "./inert";
 import type { Decision, RunResult, SessionStatus, StopReason, ToolCall } from "./protocol";
 import { stopText } from "./trace";
 
@@ -58,17 +59,46 @@ export interface Notice {
 /**
  * The one notice a run ends with, if any. The trace view already shows the answer and the stop, so
  * while it is visible only a failure that needs an action speaks up; a model error is shown with the
- * daemon's own words, a way to fix the settings and a way to run on.
+ * daemon's own words, a way to fix the settings and a way to run on. The answer and the error are
+ * others' text: a notification would make a link of `[x](command:…)` in them (see inert.ts).
  */
 export function runNotice(result: RunResult, answer: string | undefined, traceVisible: boolean): Notice | undefined {
   if (result.stopReason === "error") {
-    return { severity: "error", text: `Mini Agent: ${result.error ?? stopText("error")}`, actions: [RETRY, OPEN_SETTINGS] };
+    return { severity: "error", text: plainMessage(`Mini Agent: ${result.error ?? stopText("error")}`), actions: [RETRY, OPEN_SETTINGS] };
   }
   if (traceVisible || result.stopReason === null || result.stopReason === "cancelled") return undefined;
   if (result.stopReason === "end_turn") {
-    return answer ? { severity: "info", text: `Mini Agent: ${shorten(answer, 200)}`, actions: [SHOW_TRACE] } : undefined;
+    return answer ? { severity: "info", text: plainMessage(`Mini Agent: ${shorten(answer, 200)}`), actions: [SHOW_TRACE] } : undefined;
   }
   return { severity: "warning", text: `Mini Agent: ${stopText(result.stopReason)}`, actions: [SHOW_TRACE] };
+}
+
+export interface ApprovalPrompt {
+  /** The notification that asks first (it does not take the focus). */
+  notice: string;
+  /** The review picker's title and placeholder. */
+  title: string;
+  placeholder: string;
+  /** The row of a waiting call in "Manage approvals". */
+  label: string;
+  description: string;
+}
+
+/**
+ * The texts that ask about a tool call. The tool's name comes from the workspace, its arguments from
+ * the model, the source path from the workspace: none may make a link in the notification, an icon
+ * in a row, or hide or reorder what the user reads (see inert.ts).
+ */
+export function approvalPrompt(call: Pick<ToolCall, "name" | "arguments" | "rawArguments">, source?: { path: string; line: number }): ApprovalPrompt {
+  const inline = shorten(JSON.stringify(call.arguments) ?? call.rawArguments, 80);
+  const where = source ? ` · defined in ${source.path}:${source.line}` : "";
+  return {
+    notice: plainMessage(`Mini Agent wants to run ${call.name}(${inline})`),
+    title: visible(`Allow Mini Agent to run “${call.name}”?`),
+    placeholder: visible(`${call.name}(${inline})${where} — arguments shown beside; Enter rejects; Escape decides later`),
+    label: `$(bell) ${plainLabel(call.name)}`,
+    description: plainLabel(shorten(JSON.stringify(call.arguments) ?? call.rawArguments, 60)),
+  };
 }
 
 /** One line of at most `max` characters. */

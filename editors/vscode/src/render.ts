@@ -3,6 +3,7 @@
  * escaping, the folding of long observations and the marking of errors without a webview.
  */
 
+import { visible } from "./inert";
 import type { Observation, ToolProgress, Usage } from "./protocol";
 import { headline, latestAnswer, stopText, type SessionTrace, type ToolCallState, type TraceEntry } from "./trace";
 
@@ -10,8 +11,9 @@ import { headline, latestAnswer, stopText, type SessionTrace, type ToolCallState
 export const FOLD_CHARS = 600;
 export const FOLD_LINES = 12;
 
+/** `text` as HTML text: markup escaped, control characters shown (inert.ts `visible`). */
 export function escapeHtml(text: string): string {
-  return text
+  return visible(text)
     .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")
     .replace(/>/g, "&gt;")

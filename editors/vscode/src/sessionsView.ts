@@ -6,6 +6,7 @@
 import * as vscode from "vscode";
 import type { SessionStatus, SessionSummary } from "./protocol";
 import { stopText, type TraceStore } from "./trace";
+import { visible } from "./inert";
 import { shorten } from "./prompts";
 
 export interface SessionItem {
@@ -56,9 +57,9 @@ export class SessionsView implements vscode.TreeDataProvider<SessionItem> {
   }
 
   getTreeItem(item: SessionItem): vscode.TreeItem {
-    const tree = new vscode.TreeItem(shorten(item.task || item.sessionId, 60));
+    const tree = new vscode.TreeItem(visible(shorten(item.task || item.sessionId, 60)));
     tree.description = item.detail;
-    tree.tooltip = `${item.task}\n\n${item.sessionId}`;
+    tree.tooltip = visible(`${item.task}\n\n${item.sessionId}`);
     tree.iconPath = new vscode.ThemeIcon(ICONS[item.status]);
     tree.contextValue = `session.${item.status}`;
     tree.command = { command: "miniAgent.showTrace", title: "Show trace", arguments: [item.sessionId] };

@@ -4,6 +4,7 @@
  * is shown with. Pure, so the tests pin them without a window.
  */
 
+import { plainLabel, plainMessage } from "./inert";
 import type { CommandAnswer, SlashCommand } from "./protocol";
 
 export interface CommandItem {
@@ -21,7 +22,7 @@ export function commandItems(commands: readonly SlashCommand[], typed: string): 
     .filter((command) => `/${command.name}`.startsWith(word))
     .map((command) => ({
       label: `/${command.name}`,
-      description: command.input?.hint ? `${command.description} (${command.input.hint})` : command.description,
+      description: plainLabel(command.input?.hint ? `${command.description} (${command.input.hint})` : command.description),
       completion: command.input ? `/${command.name} ` : `/${command.name}`,
     }));
 }
@@ -35,9 +36,9 @@ export function onEnter(typed: string, active: CommandItem | undefined): { send:
   return { send: typed };
 }
 
-/** The notification a command's answer is shown with. */
+/** The notification a command's answer is shown with (its output may quote a model, a tool or a server: see inert.ts). */
 export function commandNotice(answer: CommandAnswer): { severity: "info" | "warning"; text: string } {
   const head = `Mini Agent /${answer.command}${answer.ok === false ? " failed" : ""}`;
   const output = (answer.commandOutput ?? "").trim();
-  return { severity: answer.ok === false ? "warning" : "info", text: output ? `${head}: ${output}` : head };
+  return { severity: answer.ok === false ? "warning" : "info", text: plainMessage(output ? `${head}: ${output}` : head) };
 }

@@ -76,6 +76,42 @@ const NAME_FORM: ElicitParams = {
 };
 
 describe("the walk through a form", () => {
+  test("the server's words are shown as written: no link, no icon, no hidden control character", async () => {
+    const link = "[x](command:workbench.action.terminal.new)";
+    const params: ElicitParams = {
+      sessionId: "s",
+      serverName: "greeter\u202e",
+      message: `Your name? ${link}\u001b[8m`,
+      requestedSchema: {
+        properties: {
+          name: { type: "string", title: `Name ${link}`, description: `see ${link} $(check)` },
+          size: { type: "string", enum: ["s"], enumNames: [`Small $(check) ${link}`] },
+        },
+        required: ["name", "size"],
+      },
+    };
+    // Enter on the empty name first: the input box's message (which VS Code also renders links in) says why.
+    const validated: string[] = [];
+    const { ui, shown } = scripted(["Ada", `Small \\$(check) ${link}`, SEND]);
+    const input = ui.input;
+    ui.input = (options) => {
+      validated.push(options.validate("") ?? "");
+      return input(options);
+    };
+    assert.deepEqual(await answerElicitation(params, ui), { action: "accept", content: { name: "Ada", size: "s" } });
+    // Where VS Code renders links (an input box's prompt and message) there is none; a row draws icons, not links.
+    const linked = [...shown.filter((s) => s.kind === "input").map((s) => s.text), ...validated];
+    const links = /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^)\s]+)(?: (["'])(.+?)(\3))?\)/i;
+    for (const text of linked) assert.ok(!links.test(text), `a link in ${JSON.stringify(text)}`);
+    for (const text of shown.flatMap((s) => [s.title, s.text, ...(s.choices ?? [])])) {
+      assert.ok(!/[\u0000-\u0008\u000b-\u001f\u202e]/.test(text), `a control character in ${JSON.stringify(text)}`);
+    }
+    assert.deepEqual(shown[1].choices, [`Small \\$(check) ${link}`], "the choice's icon shown as written");
+    assert.equal(shown[0].title, `greeter‹U+202E› asks: Your name? [x](command:workbench.action.terminal.new)␛[8m`);
+    assert.match(shown[0].text, /^Name \[x\]\u200b\(command:.* — see \[x\]\u200b\(command:\S+ \\\$\(check\)$/);
+    assert.match(validated[0], /^Name \[x\]\u200b\(command:\S+ is required$/);
+  });
+
   test("required fields first; the default is filled in; Send accepts what was typed", async () => {
     const { ui, shown } = scripted(["Ada", "hello", SEND]);
     const answer = await answerElicitation(NAME_FORM, ui);

@@ -8,7 +8,8 @@ import * as path from "node:path";
 import { describe, test } from "node:test";
 import { DaemonLogReader } from "../src/daemonLog";
 import { launchProblem, resolveLaunch, whichIn } from "../src/launch";
-import { APPROVAL_CHOICES, ARGUMENTS_SHOWN_CHARS, argumentsView, askTitle, continuesConversation, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
+import { APPROVAL_CHOICES, approvalPrompt, ARGUMENTS_SHOWN_CHARS, argumentsView, askTitle, continuesConversation, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
+import { plainLabel, plainMessage, plainPrompt, visible, VSCODE_LINK } from "../src/inert";
 import {
   ApprovalDeferred,
   ApprovalPolicy,
@@ -443,5 +444,77 @@ describe("slash commands in the Ask box", () => {
   test("a command's answer is a notice: a warning when it failed", () => {
     assert.deepEqual(commandNotice({ command: "tools", commandOutput: "count_file_lines\n", ok: true }), { severity: "info", text: "Mini Agent /tools: count_file_lines" });
     assert.deepEqual(commandNotice({ command: "mode", commandOutput: "unknown mode", ok: false }), { severity: "warning", text: "Mini Agent /mode failed: unknown mode" });
+  });
+});
+
+describe("others' text is inert where VS Code would interpret it", () => {
+  // A model's answer, a tool argument, a server's message: a command link, OSC 52 (clipboard), hidden
+  // text, a carriage return, a right-to-left override and an icon.
+  const hostile = "[x](command:workbench.action.terminal.new) \u001b]52;c;cHduZWQ=\u0007 \u001b[8mhidden\u001b[0m\rok \u202e$(check)";
+  /** What VS Code's notification and input-box renderers would make links of (linkedText.ts's pattern). */
+  const links = (text: string) => text.match(VSCODE_LINK) ?? [];
+  const controls = (text: string) => text.match(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g) ?? [];
+
+  test("the escaping: no link, no icon, every control character visible, the words kept", () => {
+    assert.deepEqual(links(hostile).length, 1, "the pattern does find the link in the raw text");
+    for (const plain of [plainMessage(hostile), plainPrompt(hostile)]) {
+      assert.deepEqual(links(plain), []);
+      assert.deepEqual(controls(plain), []);
+      assert.equal(plain.replace(/\u200b/g, "").replace(/\\\$\(/g, "$("), visible(hostile));
+    }
+    assert.equal(visible(hostile), "[x](command:workbench.action.terminal.new) ␛]52;c;cHduZWQ=␇ ␛[8mhidden␛[0m␍ok ‹U+202E›$(check)");
+    assert.ok(plainPrompt(hostile).endsWith("\\$(check)") && plainLabel(hostile).endsWith("\\$(check)"), "an icon is shown as written");
+    assert.ok(plainMessage(hostile).endsWith("$(check)"), "a notification draws no icons: nothing to escape");
+    assert.equal(visible("line 1\n\tline 2 — ünïcødé"), "line 1\n\tline 2 — ünïcødé", "newline, tab and other text unchanged");
+  });
+
+  const result = (over: Partial<RunResult>): RunResult => ({
+    sessionId: "s", status: "finished", stopReason: "end_turn", finalAnswer: hostile, steps: 2, stepsRun: 2, error: null,
+    usage: { promptTokens: 1, completionTokens: 1, cachedTokens: 0 }, ...over,
+  });
+
+  test("the answer's notification and a model error's", () => {
+    const answered = runNotice(result({}), hostile, false);
+    const failed = runNotice(result({ stopReason: "error", status: "ready", error: hostile, finalAnswer: null }), undefined, true);
+    for (const notice of [answered, failed]) {
+      assert.ok(notice);
+      assert.deepEqual(links(notice.text), [], notice.text);
+      assert.deepEqual(controls(notice.text), [], notice.text);
+      assert.match(notice.text, /command:workbench\.action\.terminal\.new/, "the text is still there to read");
+    }
+  });
+
+  test("the approval prompt: the model's arguments and the workspace's tool name", () => {
+    const call = { name: "run$(check)", arguments: { cmd: hostile }, rawArguments: "" };
+    const asked = approvalPrompt(call, { path: "tools\u202e.py", line: 3 });
+    assert.deepEqual(links(asked.notice), [], asked.notice);
+    for (const text of Object.values(asked)) assert.deepEqual(controls(text), [], text);
+    assert.match(asked.notice, /^Mini Agent wants to run run\$\(check\)\(\{"cmd":"\[x\]\u200b\(command:/);
+    assert.equal(asked.label, "$(bell) run\\$(check)", "our icon, then the name as written");
+    assert.ok(asked.description.includes("\\$(check)") || !asked.description.includes("$("), asked.description);
+    assert.match(asked.placeholder, /defined in tools‹U\+202E›\.py:3/);
+  });
+
+  test("a command's answer, the daemon's command list, the model server's ids", () => {
+    const notice = commandNotice({ command: "tools", commandOutput: hostile, ok: true });
+    assert.deepEqual(links(notice.text), []);
+    assert.deepEqual(controls(notice.text), []);
+    const [item] = commandItems([{ name: "mcp", description: hostile }], "/m");
+    assert.deepEqual(controls(item.description), []);
+    assert.ok(item.description.endsWith("\\$(check)"));
+    const id = "gpt\u001b[8m$(check)";
+    const picker = modelPicker({ models: [{ id }], current: id, baseUrl: "http://x/v1", source: "server" }, undefined);
+    assert.equal(picker.items[0].label, "gpt␛[8m\\$(check)");
+    assert.equal(picker.items[0].model, id, "the pick is still the server's id");
+    assert.equal(modelStatusText(id), "$(hubot) gpt␛[8m\\$(check)");
+  });
+
+  test("the trace webview shows control characters, and escapes markup as before", () => {
+    const trace = newTrace("s", "<b>task</b>\u202e");
+    applyUpdate(trace, 0, { kind: "agent_message_chunk", text: hostile });
+    const html = renderTrace(trace);
+    assert.ok(!html.includes("\u001b") && !html.includes("\u202e"), html);
+    assert.ok(html.includes("‹U+202E›") && html.includes("␛]52;c;cHduZWQ=␇"), html);
+    assert.ok(!html.includes("<b>task</b>"));
   });
 });
