@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mini_agent.app import workspace_file
+from mini_agent.app import trust_digest, workspace_file
 from mini_agent.plumbing.statedir import STATE_DIR_ENV as STATE_DIR_ENV
 from mini_agent.plumbing.statedir import locked, state_dir
 
@@ -45,7 +45,7 @@ STORE_FILE = "trust.json"
 STORE_VERSION = 1
 MAX_STORE_BYTES = 4 << 20  # a larger trust file is read as empty: nothing is trusted from it
 MAX_FOLDERS = 10_000  # remembered folders; remembering one more forgets the oldest
-MAX_HASHED_BYTES = 64 << 20  # of each tool file: a larger one is hashed this far, and its size noted
+MAX_HASHED_BYTES = trust_digest.MAX_HASHED_BYTES  # of each file: hashed this far, and its size noted
 
 
 class Configured(Protocol):
@@ -95,17 +95,42 @@ class Runs:
         return out
 
     def digest(self, root: Path) -> str:
-        """sha256 of a canonical JSON of everything here, each tool file's content hash included."""
-        canonical = {
-            "tools": [{"path": path, **_file_hash(root / path)} for path in self.tools],
+        """sha256 of a canonical JSON of everything here and of what it runs (`covered`)."""
+        return self.covered(root)[0]
+
+    def covered(self, root: Path) -> tuple[str, str | None]:
+        """The digest, and why it cannot cover everything trusting runs (None: it does).
+
+        It hashes each tool file's content, the workspace modules they import (followed through the
+        folder, `trust_digest.walk`), the workspace files each MCP server's command line names (and
+        the modules a Python one imports), the server entries, `llm.base_url` and `approval.allow`.
+        The keys for imports and server files appear only where there are some, so a folder with
+        neither keeps the digest it was remembered with before they were hashed. Past the walk's
+        bound the digest carries the reason, and such a folder is never remembered."""
+        starts = [trust_digest.Start(root / path, (root, (root / path).parent)) for path in self.tools]
+        server_files: list[dict[str, Any]] = []
+        for index, server in enumerate(self.mcp_servers):
+            files, walked = trust_digest.server_files(root, server)
+            server_files += [{"server": index, "path": trust_digest.relative(root, file),
+                              **trust_digest.file_hash(file)} for file in files]
+            starts += walked
+        reached = trust_digest.walk(root, starts) if starts else trust_digest.Walk()
+        canonical: dict[str, Any] = {
+            "tools": [{"path": path, **trust_digest.file_hash(root / path)} for path in self.tools],
             "mcpServers": list(self.mcp_servers),
             "baseUrl": self.base_url,
             "allow": list(self.allow),
         }
+        if reached.files:
+            canonical["imports"] = reached.files
+        if server_files:
+            canonical["mcpFiles"] = server_files
+        if reached.bound is not None:
+            canonical["bound"] = reached.bound
         text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), default=str)
         import hashlib
 
-        return hashlib.sha256(text.encode()).hexdigest()
+        return hashlib.sha256(text.encode()).hexdigest(), reached.bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,23 +148,6 @@ def _server_words(server: Mapping[str, Any]) -> str:
         return f"{name}: {server['url']}"
     command = [str(server.get("command", "")), *(str(arg) for arg in server.get("args") or [])]
     return f"{name}: {' '.join(command).strip()}"
-
-
-def _file_hash(path: Path) -> dict[str, Any]:
-    """A tool file's content hash (None when it cannot be read), over at most `MAX_HASHED_BYTES`."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            left = MAX_HASHED_BYTES
-            while left > 0 and (chunk := file.read(min(1 << 20, left))):
-                digest.update(chunk)
-                left -= len(chunk)
-    except OSError:
-        return {"sha256": None}
-    return {"sha256": digest.hexdigest(), "size": size}
 
 
 def real(root: Path) -> str:
@@ -201,7 +209,8 @@ def _save_store(folders: Mapping[str, Mapping[str, Any]]) -> None:
 def status(root: Path, runs: Runs) -> Status:
     """Whether `root` is remembered with the digest `runs` has now."""
     entry = load_store().get(real(root))
-    remembered = entry is not None and entry.get("digest") == runs.digest(root)
+    digest, bound = runs.covered(root)
+    remembered = entry is not None and bound is None and entry.get("digest") == digest
     return Status(remembered=remembered, needed=runs.needed, would_run=runs.words())
 
 
@@ -216,7 +225,14 @@ def remember(root: Path, config: Configured) -> list[str]:
     if _inside(store_path(), Path(key)):
         raise ValueError(f"the trust file {store_path()} lies inside {key}: a folder cannot vouch for itself")
     runs = Runs.of(config)
-    digest, words = runs.digest(root), runs.words()  # files read before the lock: it is held briefly
+    digest, bound = runs.covered(root)  # files read before the lock: it is held briefly
+    if bound is not None:
+        raise ValueError(
+            f"{key} cannot be remembered: its tools import {bound} (the trust digest follows at most "
+            f"{trust_digest.MAX_FILES} files and {trust_digest.MAX_BYTES} bytes), so a change past that "
+            "would go unseen; trust it for one session instead, and it is asked about each time"
+        )
+    words = runs.words()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     with locked(store_path()):  # re-read inside it: a concurrent change made meanwhile is kept
         folders = load_store()
