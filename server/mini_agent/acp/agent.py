@@ -265,7 +265,9 @@ class MiniAgent:
         chat.model, chat.mode = model or chat.model, mode or chat.mode
 
     async def _model(self, chat: Chat, value: str) -> str:
-        """`value` when it is a model to offer: one the server lists, or the session's own."""
+        """`value` when it is a model to offer: one the server lists, or the session's own; never a
+        name holding control or bidi characters."""
+        checks.model_name(value, "value")
         choices = await chat.workspace.list_models()
         current, _mode_now = self._current(chat)
         if value == current or value in choices.models:

@@ -1,6 +1,6 @@
 """The values an ACP client sends that the SDK's schema cannot check: a workspace folder, a
-session/list cursor, a permission mode. Each refusal is -32602 naming the field, the value cut to
-`SHOWN_CHARS`."""
+session/list cursor, a permission mode, a model's name. Each refusal is -32602 naming the field, the
+value cut to `SHOWN_CHARS`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mini_agent.core.errors import AgentError
 from mini_agent.core.session import PermissionMode
+from mini_agent.llm.models import unsafe
 
 MAX_CWD_CHARS = 4096  # PATH_MAX on Linux: a longer cwd cannot be opened
 CURSOR_DIGITS = 18  # a cursor is an offset SQLite can hold (below 2**63)
@@ -53,3 +54,12 @@ def mode(value: str, field_name: str) -> PermissionMode:
         modes = ", ".join(m.value for m in PermissionMode)
         raise AgentError(f"{field_name} {quoted(value)} is not a permission mode: {modes}",
                          value=quoted(value)) from None
+
+
+def model_name(value: str, field_name: str) -> str:
+    """`value` as a model's name: refused when it holds a control or bidi character (`llm.models`)."""
+    why = unsafe(value)
+    if why is not None:
+        raise AgentError(f"{field_name} {value[:SHOWN_CHARS]!a} is not a model name: {why}",
+                         value=ascii(value[:SHOWN_CHARS]))
+    return value

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mini_agent.core.contracts import ToolSpec
 from mini_agent.core.errors import AgentError
 from mini_agent.core.session import PermissionMode
+from mini_agent.llm.models import unsafe
 
 if TYPE_CHECKING:
     from mini_agent.app.workspace import Workspace
@@ -114,6 +115,8 @@ async def _dispatch(workspace: Workspace, session_id: str | None, name: str, arg
         return Outcome(name, await workspace.runtime.compact(session_id))
     assert door.configure is not None and door.current is not None
     if name == "model":
+        if argument and (why := unsafe(argument)) is not None:
+            return Outcome(name, f"/model: {argument!a} is not a model name: {why}", ok=False)
         if argument:
             await door.configure(argument, None)
         model, _mode = door.current()

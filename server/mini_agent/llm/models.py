@@ -6,11 +6,17 @@ Asked once per base URL and kept (`refresh` asks again; an answer that listed no
 the bytes read (`MODELS_MAX_BYTES`) and in the ids kept (`MAX_MODEL_IDS`, each at most
 `MAX_MODEL_ID_CHARS`). A server that is down, slow, answers junk or lists nothing gives no ids and a
 sentence saying why, so a picker can offer the configured model alone and say so.
+
+A model id is data from another program, shown in pickers and terminals: one holding a control
+character (C0, DEL, C1: an escape sequence, a NUL, a newline) or a bidirectional-text control
+(U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) is left out of the list and logged (`unsafe`),
+and the doors refuse such a name where a client sets a session's model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,11 +26,26 @@ from mini_agent.llm import side
 if TYPE_CHECKING:
     pass
 
+log = logging.getLogger(__name__)
+
 MODELS_TIMEOUT_SEC = 2.0
 MODELS_MAX_BYTES = 1 << 20
 MAX_MODEL_IDS = 1000  # the first ones the server lists; the rest are left out
 MAX_MODEL_ID_CHARS = 256  # a longer id is left out
 RETRY_AFTER_SEC = 30.0  # how long an answer that listed nothing stands before the server is asked again
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def unsafe(name: str) -> str | None:
+    """Why `name` cannot be a model's name (its first control or bidi character, as U+XXXX and where),
+    or None when it can."""
+    for index, char in enumerate(name):
+        code = ord(char)
+        if code < 0x20 or 0x7F <= code <= 0x9F:
+            return f"it holds the control character U+{code:04X} at position {index}"
+        if char in BIDI_CONTROLS:
+            return f"it holds the bidirectional-text control U+{code:04X} at position {index}"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +115,8 @@ class ModelLister:
 
 
 def model_ids(data: Any) -> tuple[str, ...]:
-    """The ids of an OpenAI-shaped list, each once, at most `MAX_MODEL_IDS`; () for anything else."""
+    """The ids of an OpenAI-shaped list, each once, at most `MAX_MODEL_IDS`; () for anything else.
+    An id holding a control or bidi character (`unsafe`) is left out, and logged."""
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         return ()
@@ -102,6 +124,9 @@ def model_ids(data: Any) -> tuple[str, ...]:
     for entry in entries:
         found = entry.get("id") if isinstance(entry, dict) else None
         if isinstance(found, str) and found and len(found) <= MAX_MODEL_ID_CHARS:
+            if (why := unsafe(found)) is not None:
+                log.warning("the model server lists a model id that is left out: %s: %a", why, found[:80])
+                continue
             ids.setdefault(found)
             if len(ids) >= MAX_MODEL_IDS:
                 break

@@ -13,7 +13,7 @@ from mini_agent.app.options import LLMParams, ToolRegistration
 from mini_agent.core import contracts
 from mini_agent.core.session import Decision, PermissionMode
 from mini_agent.core.strict import Params
-from mini_agent.llm.models import MAX_MODEL_ID_CHARS
+from mini_agent.llm.models import MAX_MODEL_ID_CHARS, unsafe
 from mini_agent.tools.mcp.config import McpServer
 
 
@@ -128,6 +128,14 @@ class ConfigureSessionParams(SessionParams):
     model: str | None = Field(default=None, min_length=1, max_length=MAX_MODEL_ID_CHARS)
     permission_mode: PermissionMode | None = Field(default=None, strict=False)
     tool_mode: contracts.ToolMode | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _a_name(cls, value: str | None) -> str | None:
+        """A model's name is shown in pickers and terminals: no control or bidi characters."""
+        if value is not None and (why := unsafe(value)) is not None:
+            raise ValueError(f"not a model name: {why}")
+        return value
 
 
 class TrustParams(Params):
