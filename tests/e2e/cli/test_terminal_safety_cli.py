@@ -24,7 +24,7 @@ import pytest
 from mini_agent.scripted import ReplayServer
 
 from ...support.cli import CLI, cli_env, run_cli
-from ...support.model_list import ListingServer
+from ...support.model_list import ListingServer, down_url
 from ...support.scripted import action
 from ...support.tools import write
 
@@ -159,17 +159,30 @@ async def test_a_file_a_tool_read_reaches_the_terminal_escaped(workspace: Path) 
 
 @pytest.mark.asyncio
 async def test_model_ids_from_the_server_are_listed_escaped_and_cannot_forge_a_line(workspace: Path) -> None:
+    """The daemon leaves such ids out of the server's list now (issue 33); the command line escapes
+    whatever it is given anyway, and a workspace file's model name (a key a cloned repository sets
+    without trust) still reaches it."""
     ids = ["small", "evil\n* forged", f"title{TITLE}", f"file{BIDI}", "erase\r\x1b[2Klarge"]
+    escaped = ["* small", r"  evil\n* forged", r"  title\x1b]0;owned\x07", r"  file\u202egnp.exe",
+               r"  erase\r\x1b[2Klarge"]
     async with ListingServer(models=ids) as model:
         code, raw = await asyncio.to_thread(run_raw_in_pty, ["models", "--base-url", model.base_url],
                                             workspace, MINI_AGENT_MODEL="small")
     screen = screen_of(raw)
     assert code == 0, screen
     assert_plain(raw)
-    assert screen.splitlines() == [
-        "* small", r"  evil\n* forged", r"  title\x1b]0;owned\x07", r"  file\u202egnp.exe",
-        r"  erase\r\x1b[2Klarge",
-    ]
+    lines = screen.splitlines()
+    assert lines[0] == "* small" and set(lines) <= set(escaped), screen
+
+    configured = '[tool.mini-agent.llm]\nmodel = "mine\\u001b]0;owned\\u0007\\n* forged"\n'
+    write(workspace, "pyproject.toml", configured)
+    code, raw = await asyncio.to_thread(run_raw_in_pty, ["models", "--base-url", down_url()], workspace)
+    screen = screen_of(raw)
+    assert code == 0, screen
+    assert_plain(raw)
+    assert [line for line in screen.splitlines() if not line.startswith("mini-agent: ")] == \
+        [r"* mine\x1b]0;owned\x07\n* forged"]
+    assert r"the configured model 'mine\x1b]0;owned\x07\n* forged' is the only choice" in screen
 
 
 def spoofing_workspace(root: Path) -> str:
