@@ -23,7 +23,7 @@ npm install --silent --no-audit --no-fund --prefix .venv/conformance \
   --prefix .venv/inspector '@modelcontextprotocol/inspector@2.12.0'
 # jq: the shell-only NDJSON test drives the daemon with printf and reads it back with jq
 command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
-./scripts/real-model.sh .venv   # llama.cpp server + a 135M model for tests/real/test_real_model.py (built once per machine)
+./scripts/real-model.sh .venv   # llama.cpp server, SmolLM2-135M and Qwen2.5-Coder-1.5B (1.1 GB, user cache) for tests/real (once per machine)
 ruff check server clients tests bench
 mypy
 lint-imports  # the import rules of pyproject.toml [tool.importlinter]: the layers, the plumbing, no circles
