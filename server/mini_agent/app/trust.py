@@ -3,8 +3,10 @@
 A workspace file may name things only a trusted folder gets (`app.config`): tool files (importing them
 runs the folder's code), MCP servers (commands it starts), a model server (where the conversation
 goes) and standing `approval.allow` answers. `Runs` is that list for one folder; its `digest` hashes
-it, the tool files' contents included, so that a changed tool file or list asks again (as `direnv
-allow` does). The store is one JSON file, `trust.json`, in the user's state folder
+it with what it runs: the tool files' contents, the workspace modules they import and the workspace
+files the MCP servers' command lines name (`app.trust_digest`), so that a changed tool file, module,
+server script or list asks again (as `direnv allow` does). A folder whose imports go past the
+digest's bound is never remembered. The store is one JSON file, `trust.json`, in the user's state folder
 (`$MINI_AGENT_STATE_DIR`, else `$XDG_STATE_HOME/mini-agent`, else `~/.local/state/mini-agent`), never
 inside a workspace: keyed by the folder's real path, each entry the digest, the list in words and the
 time. It is written whole, to a temporary file renamed over it, 0600 in a 0700 folder, and changed

@@ -77,7 +77,7 @@ def walk(root: Path, starts: Iterable[Start], *, max_files: int = MAX_FILES,
     queue: deque[tuple[Path, tuple[Path, ...], bool]] = deque()
     for start in starts:
         path = _inside(top, start.path)
-        if path is not None and path not in seen and path.is_file():
+        if path is not None and path not in seen and os.path.isfile(path):
             seen.add(path)
             queue.append((path, start.search, True))
     if len(seen) > max_files:
@@ -123,14 +123,14 @@ def server_files(root: Path, server: Mapping[str, Any]) -> tuple[list[Path], lis
     if not isinstance(command, str) or not command:
         return [], []
     args = server.get("args")
-    words = [command, *(str(arg) for arg in args)] if isinstance(args, list) else [command]
+    words = [command, *(str(arg) for arg in args)] if isinstance(args, list | tuple) else [command]
     top = Path(os.path.realpath(root))
     files: list[Path] = []
     starts: list[Start] = []
     for index, word in enumerate(words):
         for name in _named(word):
             candidate = _inside(top, Path(name) if os.path.isabs(name) else top / name)
-            if candidate is None or candidate in files or not candidate.is_file():
+            if candidate is None or candidate in files or not os.path.isfile(candidate):
                 continue
             files.append(candidate)
             if candidate.name.endswith(SOURCE):
@@ -263,7 +263,7 @@ def _module(top: Path, dotted: str, search: Sequence[Path],
             for suffix in SUFFIXES:
                 if part + suffix in names:
                     found = _inside(top, folder / (part + suffix))
-                    if found is not None and found.is_file():
+                    if found is not None and os.path.isfile(found):
                         yield found
             if part not in names:
                 break
@@ -276,7 +276,7 @@ def _package_init(top: Path, folder: Path, listing: dict[Path, frozenset[str]]) 
     for suffix in SUFFIXES:
         if "__init__" + suffix in names:
             found = _inside(top, folder / ("__init__" + suffix))
-            if found is not None and found.is_file():
+            if found is not None and os.path.isfile(found):
                 yield found
 
 

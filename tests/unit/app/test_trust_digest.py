@@ -166,9 +166,11 @@ def test_the_workspace_files_an_mcp_server_names_are_hashed(tmp_path: Path, stat
 
 def test_a_program_named_by_its_absolute_path_inside_the_folder_counts(tmp_path: Path) -> None:
     root = workspace(tmp_path, {"bin/serve": "#!/bin/sh\n"})
-    server = {"name": "s", "command": str(root / "bin" / "serve"), "args": [str(tmp_path)]}
+    odd = ["x" * 5000, "a\0b", "--f=" + "y" * 5000, str(tmp_path), "..", "/"]  # none a file inside
+    server = {"name": "s", "command": str(root / "bin" / "serve"), "args": odd}
     named, _ = trust_digest.server_files(root, server)
     assert [trust_digest.relative(root, path) for path in named] == ["bin/serve"]
+    assert trust_digest.server_files(root, {"name": "h", "url": "http://x/mcp"}) == ([], [])
 
 
 def test_a_folder_whose_tools_import_nothing_of_it_keeps_its_earlier_digest(tmp_path: Path) -> None:
