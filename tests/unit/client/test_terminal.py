@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from mini_agent_client.cli import say
 from mini_agent_client.client import MESSAGE, RESULT, THOUGHT, TOOL_CALL, TOOL_CALL_UPDATE, Event
 from mini_agent_client.render import LiveView, permission_panel, replay_session, sessions_table
 from mini_agent_client.terminal import safe, text
@@ -106,3 +107,10 @@ def test_a_stored_session_replays_with_its_task_and_steps_escaped() -> None:
         view.show(event)
     shown = out.getvalue()
     assert r"x\x1b[8m" in shown and r"[/bold]\x07" in shown and "\x07" not in shown
+
+
+def test_a_note_said_on_stderr_is_escaped_and_cannot_pass_for_a_line_of_ours(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    say("mini-agent: held back: tools file \x1b[8mx.py\r\nmini-agent: all is well\x07")
+    assert capsys.readouterr().err.splitlines() == [
+        r"mini-agent: held back: tools file \x1b[8mx.py", r"  mini-agent: all is well\x07"]
