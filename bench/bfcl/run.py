@@ -28,6 +28,7 @@ import json
 import os
 import random
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -35,7 +36,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,11 +82,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def llama_server(gguf: Path, python: Path, alias: str, n_ctx: int, log_dir: Path) -> Iterator[str]:
+def llama_server(gguf: Path, python: Path, alias: str, n_ctx: int, n_threads: int,
+                 log_dir: Path) -> Iterator[str]:
     """llama-cpp-python's server on a free port (stopped on exit); yields its base URL."""
     port = free_port()
     command = [str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-               "--port", str(port), "--n_threads", "2", "--interrupt_requests", "false",
+               "--port", str(port), "--n_threads", str(n_threads), "--interrupt_requests", "false",
                "--n_ctx", str(n_ctx), "--model_alias", alias]
     log = log_dir / "llama.log"
     with log.open("wb") as out:
@@ -213,72 +215,80 @@ def daemon_environment(args: argparse.Namespace) -> tuple[list[str], dict[str, s
     return [str(args.daemon_python), "-m", "mini_agent"], env, tree
 
 
-async def through_daemon(args: argparse.Namespace, mode: str, questions: list[tuple[str, dict[str, Any]]],
-                         log_dir: Path, label: str) -> list[Record]:
-    from functions import tools_for
-    from judge import judge
-    from mini_agent_client import AgentClient
+class DaemonColumn:
+    """One daemon in one tool mode, its client tools answered with a harmless result."""
 
-    command, env, _ = daemon_environment(args)
-    llm: dict[str, Any] = {"baseUrl": args.base_url, "model": args.model, "toolMode": mode,
-                           "temperature": args.temperature, "maxTokens": args.max_tokens,
-                           "timeoutSec": args.timeout, "contextWindow": args.n_ctx}
-    if args.harness:
-        llm["harness"] = args.harness
-    options = {"llm": llm, "store": {"enabled": False}, "maxSteps": 5}
-    executed: list[dict[str, Any]] = []
+    def __init__(self, args: argparse.Namespace, mode: str, label: str, log_dir: Path) -> None:
+        self.args, self.mode, self.label, self.log_dir = args, mode, label, log_dir
+        self.executed: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
+        self.client: Any = None
 
-    async def execute(params: dict[str, Any]) -> str:
-        executed.append(params)
-        return HARMLESS
+    async def open(self, stack: contextlib.AsyncExitStack) -> None:
+        from mini_agent_client import AgentClient
 
-    async def allow(params: dict[str, Any]) -> dict[str, Any]:
-        return {"decision": "allow_once"}
+        args = self.args
+        command, env, _ = daemon_environment(args)
+        llm: dict[str, Any] = {"baseUrl": args.base_url, "model": args.model, "toolMode": self.mode,
+                               "temperature": args.temperature, "maxTokens": args.max_tokens,
+                               "timeoutSec": args.timeout, "contextWindow": args.n_ctx}
+        if args.harness:
+            llm["harness"] = args.harness
+        options = {"llm": llm, "store": {"enabled": False}, "maxSteps": 5}
+        workspace = self.log_dir / f"ws-{self.mode}"
+        workspace.mkdir(exist_ok=True)
+        stderr = stack.enter_context((self.log_dir / f"daemon-{self.mode}.log").open("wb"))
+        self.client = await stack.enter_async_context(AgentClient.spawn(
+            root=workspace, options=options, command=command, env=env, stderr=stderr.fileno(),
+            on_message=self.messages.append))
 
-    records: list[Record] = []
-    messages: list[dict[str, Any]] = []
-    workspace = log_dir / f"ws-{mode}"
-    workspace.mkdir(exist_ok=True)
-    with (log_dir / f"daemon-{mode}.log").open("wb") as stderr:
-        async with AgentClient.spawn(root=workspace, options=options, command=command, env=env,
-                                     stderr=stderr.fileno(), on_message=messages.append) as client:
-            client.on_execute_tool(execute)
-            client.on_permission(allow)
-            for category, entry in questions:
-                tools = tools_for(entry["function"])
-                executed.clear()
-                started = time.monotonic()
-                step: dict[str, Any] = {}
-                error = ""
-                try:
-                    for tool in tools:
-                        await client.register_client_tool(tool.name, tool.description, tool.input_schema)
-                    names = [t.name for t in tools]
-                    session_id = await client.start_session(question_text(entry), tools=names)
-                    step = await asyncio.wait_for(client.step(session_id), args.timeout)
-                except Exception as failure:  # one question's failure is its record, not the run's end
-                    error = f"{type(failure).__name__}: {failure}"
-                finally:
-                    for tool in tools:
-                        with contextlib.suppress(Exception):
-                            await client.call("agent/unregisterTool", {"name": tool.name})
-                elapsed = time.monotonic() - started
-                calls = [(c.get("name", ""), c.get("arguments")) for c in step.get("toolCalls", [])]
-                decoded = decoded_from(calls, tools) if not error else None
-                ok, why = judge(entry, category, decoded) if not error else (False, error)
-                text = str(step.get("finalAnswer") or step.get("thought") or "")
-                extra = {"stopReason": step.get("stopReason"), "status": step.get("status"),
-                         "usage": step.get("usage"), "toolMode": step.get("toolMode"),
-                         "rawArguments": [c.get("rawArguments") for c in step.get("toolCalls", [])],
-                         "thought": step.get("thought"), "finalAnswer": step.get("finalAnswer"),
-                         "observations": [o.get("output", "")[:300] for o in step.get("observations", [])],
-                         "executed": [{"name": p.get("name"), "arguments": p.get("arguments")}
-                                      for p in executed]}
-                records.append(Record(entry["id"], category, label, ok, why, decoded, text, elapsed, extra))
-                progress(records[-1])
-    for message in messages:
-        print(f"[{label}] daemon says: {message.get('message')}", file=sys.stderr)
-    return records
+        async def execute(params: dict[str, Any]) -> str:
+            self.executed.append(params)
+            return HARMLESS
+
+        async def allow(params: dict[str, Any]) -> dict[str, Any]:
+            return {"decision": "allow_once"}
+
+        self.client.on_execute_tool(execute)
+        self.client.on_permission(allow)
+
+    async def ask(self, category: str, entry: dict[str, Any]) -> Record:
+        from functions import tools_for
+        from judge import judge
+
+        client = self.client
+        tools = tools_for(entry["function"])
+        self.executed.clear()
+        started = time.monotonic()
+        step: dict[str, Any] = {}
+        error = ""
+        try:
+            for tool in tools:
+                await client.register_client_tool(tool.name, tool.description, tool.input_schema)
+            names = [t.name for t in tools]
+            session_id = await client.start_session(question_text(entry), tools=names)
+            step = await asyncio.wait_for(client.step(session_id), self.args.timeout)
+        except Exception as failure:  # one question's failure is its record, not the run's end
+            error = f"{type(failure).__name__}: {failure}"
+        finally:
+            for tool in tools:
+                with contextlib.suppress(Exception):
+                    await client.call("agent/unregisterTool", {"name": tool.name})
+        elapsed = time.monotonic() - started
+        calls = [(c.get("name", ""), c.get("arguments")) for c in step.get("toolCalls", [])]
+        decoded = decoded_from(calls, tools) if not error else None
+        ok, why = judge(entry, category, decoded) if not error else (False, error)
+        text = str(step.get("finalAnswer") or step.get("thought") or "")
+        extra = {"stopReason": step.get("stopReason"), "status": step.get("status"),
+                 "usage": step.get("usage"), "toolMode": step.get("toolMode"),
+                 "rawArguments": [c.get("rawArguments") for c in step.get("toolCalls", [])],
+                 "thought": step.get("thought"), "finalAnswer": step.get("finalAnswer"),
+                 "observations": [o.get("output", "")[:300] for o in step.get("observations", [])],
+                 "executed": [{"name": p.get("name"), "arguments": p.get("arguments")}
+                              for p in self.executed],
+                 "daemonMessages": [m.get("message") for m in self.messages]}
+        self.messages.clear()
+        return Record(entry["id"], category, self.label, ok, why, decoded, text, elapsed, extra)
 
 
 # -- the table --------------------------------------------------------------------------------------
@@ -338,6 +348,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="the Python with llama-cpp-python (default: the repository's .venv)")
     parser.add_argument("--n-ctx", type=int, default=8192,
                         help="the server's window (and the daemon's contextWindow)")
+    parser.add_argument("--n-threads", type=int, default=2, help="the llama server's threads (with --gguf)")
     parser.add_argument("--category", action="append", choices=CATEGORIES)
     parser.add_argument("--per-category", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
@@ -352,7 +363,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--label", default="", help="a suffix for the mode columns (e.g. 'base')")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--seed-server", type=int, default=None, help="a `seed` for the alone requests")
-    parser.add_argument("--max-tokens", type=int, default=512)
+    parser.add_argument("--max-tokens", type=int, default=384)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for one model turn")
     parser.add_argument("--json-out", type=Path, help="write every record here")
     args = parser.parse_args(argv)
@@ -362,54 +373,70 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace, log_dir: Path) -> list[Record]:
+async def run(args: argparse.Namespace, log_dir: Path, records: list[Record],
+              save: Callable[[], None]) -> None:
+    """Each question through every column before the next, so a run cut short keeps equal counts."""
     from judge import load
 
     questions = [(category, entry) for category in args.category
                  for entry in sample(load(category), category, args.per_category, args.seed)]
     print(f"{len(questions)} questions: " + ", ".join(f"{c} {sum(q[0] == c for q in questions)}"
                                                       for c in args.category), file=sys.stderr)
-    records: list[Record] = []
-    if not args.no_alone:
-        print("the model alone", file=sys.stderr)
-        for category, entry in questions:
-            for record in alone(args, entry, category):
-                records.append(record)
-                progress(record)
-    for mode in args.mode:
-        label = mode + (f" ({args.label})" if args.label else "")
-        print(f"through the daemon: {label}", file=sys.stderr)
-        records += asyncio.run(through_daemon(args, mode, questions, log_dir, label))
-    return records
+    async with contextlib.AsyncExitStack() as stack:
+        columns = [DaemonColumn(args, mode, column_label(args, mode), log_dir) for mode in args.mode]
+        for column in columns:
+            await column.open(stack)
+        for number, (category, entry) in enumerate(questions, 1):
+            shown = question_text(entry)[:100]
+            print(f"[{number}/{len(questions)}] {entry['id']}: {shown!r}", file=sys.stderr)
+            if not args.no_alone:
+                for record in await asyncio.to_thread(alone, args, entry, category):
+                    records.append(record)
+                    progress(record)
+            for column in columns:
+                records.append(await column.ask(category, entry))
+                progress(records[-1])
+            save()
+
+
+def column_label(args: argparse.Namespace, mode: str) -> str:
+    return mode + (f" ({args.label})" if args.label else "")
 
 
 def main() -> None:
     ensure_venv_and_reexec()
     sys.path[:0] = [str(HERE), str(ROOT / "clients" / "python")]
     args = parse_args(sys.argv[1:])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still stops its llama server
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="bfcl-") as tmp:
-        log_dir = Path(tmp)
-        with contextlib.ExitStack() as stack:
-            if args.gguf:
-                args.base_url = stack.enter_context(
-                    llama_server(args.gguf.expanduser(), args.llama_python, args.model, args.n_ctx, log_dir))
-            records = run(args, log_dir)
     _, _, tree = daemon_environment(args)
-    columns = [m + (f" ({args.label})" if args.label else "") for m in args.mode]
     command = "python bench/bfcl/run.py " + shlex.join(sys.argv[1:])
-    print(f"\n{command}\n")
-    print(f"daemon tree {tree}; model {args.model}; temperature {args.temperature:g}; "
-          f"{args.per_category} per category, seed {args.seed}; "
-          f"harness {args.harness or 'as the daemon has it'}; "
-          f"{time.monotonic() - started:.0f} s\n")
-    print(table(records, args.category, columns))
-    if args.json_out:
-        meta = {"command": command, "daemonTree": str(tree), "model": args.model, "baseUrl": args.base_url,
-                "temperature": args.temperature, "perCategory": args.per_category, "seed": args.seed,
-                "harness": args.harness, "modes": args.mode}
-        args.json_out.write_text(json.dumps({"meta": meta, "records": [r.__dict__ for r in records]},
-                                            indent=1, default=str))
+    records: list[Record] = []
+
+    def save() -> None:
+        if args.json_out:
+            meta = {"command": command, "daemonTree": str(tree), "model": args.model,
+                    "baseUrl": args.base_url, "temperature": args.temperature,
+                    "perCategory": args.per_category, "seed": args.seed, "harness": args.harness,
+                    "modes": args.mode, "elapsedS": round(time.monotonic() - started)}
+            args.json_out.write_text(json.dumps({"meta": meta, "records": [r.__dict__ for r in records]},
+                                                indent=1, default=str))
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="bfcl-") as tmp, contextlib.ExitStack() as stack:
+            log_dir = Path(tmp)
+            if args.gguf:
+                args.base_url = stack.enter_context(llama_server(
+                    args.gguf.expanduser(), args.llama_python, args.model, args.n_ctx, args.n_threads,
+                    log_dir))
+            asyncio.run(run(args, log_dir, records, save))
+    finally:
+        save()
+        print(f"\n{command}\n")
+        print(f"daemon tree {tree}; model {args.model}; temperature {args.temperature:g}; "
+              f"{args.per_category} per category, seed {args.seed}; "
+              f"harness {args.harness or 'as the daemon has it'}; {time.monotonic() - started:.0f} s\n")
+        print(table(records, args.category, [column_label(args, mode) for mode in args.mode]), flush=True)
 
 
 if __name__ == "__main__":
