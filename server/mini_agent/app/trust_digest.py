@@ -16,7 +16,8 @@
   word of its command line (and the value of a `--flag=value` word) that names an existing file inside
   the folder, relative to the folder (the server's working directory) or absolute, is hashed; a Python
   one (`.py`) is walked as above, from its own folder (Python puts a script's folder first on
-  `sys.path`), and `-m module` is resolved against the workspace root.
+  `sys.path`), and `-m module` (and a package's `__main__`) is resolved against the workspace root,
+  each with the `sitecustomize` / `usercustomize` module Python's `site` would import from there.
 
 What no digest here can see: code outside the folder (installed packages, a virtual environment's
 `site-packages`, even one inside the folder when it is not imported by a workspace name), files read
@@ -127,19 +128,28 @@ def server_files(root: Path, server: Mapping[str, Any]) -> tuple[list[Path], lis
     top = Path(os.path.realpath(root))
     files: list[Path] = []
     starts: list[Start] = []
+
+    def python(modules: Iterable[str], folder: Path) -> None:
+        """What running Python with `folder` first on `sys.path` imports of the workspace: the
+        `modules`, and the `sitecustomize` / `usercustomize` that `site` imports at start-up."""
+        for module in (*modules, "sitecustomize", "usercustomize"):
+            for found in _module(top, module, (folder,), {}):
+                if found not in files:
+                    files.append(found)
+                    starts.append(Start(found, (folder, top)))
+
     for index, word in enumerate(words):
         for name in _named(word):
             candidate = _inside(top, Path(name) if os.path.isabs(name) else top / name)
             if candidate is None or candidate in files or not os.path.isfile(candidate):
                 continue
             files.append(candidate)
-            if candidate.name.endswith(SOURCE):
+            if candidate.name.endswith(SOURCE):  # a script: its folder is first on sys.path
                 starts.append(Start(candidate, (candidate.parent, top)))
-        if word == "-m" and index + 1 < len(words):
-            for found in _module(top, words[index + 1], (top,), {}):
-                if found not in files:
-                    files.append(found)
-                    starts.append(Start(found, (top,)))
+                python((), candidate.parent)
+        if word == "-m" and index + 1 < len(words):  # `-m pkg.mod`, or `-m pkg` (its __main__)
+            module = words[index + 1]
+            python((module, f"{module}.__main__"), top)
     return files, starts
 
 

@@ -141,23 +141,32 @@ def test_a_folder_past_the_bound_is_never_remembered(tmp_path: Path, state_dir: 
 def test_the_workspace_files_an_mcp_server_names_are_hashed(tmp_path: Path, state_dir: Path) -> None:
     root = workspace(tmp_path, {
         "srv.py": "import srvlib\n", "srvlib.py": "", "conf.json": "{}", "pkgsrv/__init__.py": "",
-        "pkgsrv/main.py": "from . import part\n", "pkgsrv/part.py": "",
+        "pkgsrv/main.py": "from . import part\n", "pkgsrv/part.py": "", "pkgsrv/__main__.py": "",
+        "sitecustomize.py": "import sitehelp\n", "sitehelp.py": "",
     }, pyproject=(
         '[[tool.mini-agent.mcp_servers]]\nname = "a"\ncommand = "python3"\n'
         'args = ["srv.py", "--config=conf.json", "missing.py", "/bin/sh"]\n'
         '[[tool.mini-agent.mcp_servers]]\nname = "b"\ncommand = "python3"\nargs = ["-m", "pkgsrv.main"]\n'
     ))
     servers = config.load(root).mcp_servers
+
+    def names(paths: list[Path]) -> list[str]:
+        return [trust_digest.relative(root, path) for path in paths]
+
     named, starts = trust_digest.server_files(root, servers[0])
-    assert [trust_digest.relative(root, path) for path in named] == ["srv.py", "conf.json"]
+    # sitecustomize.py: Python's `site` imports it from the script's folder before the script runs
+    assert names(named) == ["srv.py", "sitecustomize.py", "conf.json"]
     walked = trust_digest.walk(root, starts)
-    assert [entry["path"] for entry in walked.files] == ["srvlib.py"]
+    assert [entry["path"] for entry in walked.files] == ["sitehelp.py", "srvlib.py"]
     named, starts = trust_digest.server_files(root, servers[1])
-    assert [trust_digest.relative(root, path) for path in named] == ["pkgsrv/__init__.py", "pkgsrv/main.py"]
-    assert [entry["path"] for entry in trust_digest.walk(root, starts).files] == ["pkgsrv/part.py"]
+    assert names(named) == ["pkgsrv/__init__.py", "pkgsrv/main.py", "sitecustomize.py"]
+    walked = trust_digest.walk(root, starts)
+    assert [entry["path"] for entry in walked.files] == ["pkgsrv/part.py", "sitehelp.py"]
+    package, _ = trust_digest.server_files(root, {"command": "python3", "args": ["-m", "pkgsrv"]})
+    assert names(package) == ["pkgsrv/__init__.py", "pkgsrv/__main__.py", "sitecustomize.py"]
 
     trust.remember(root, config.load(root))
-    for changed in ("srvlib.py", "pkgsrv/part.py", "conf.json", "srv.py"):
+    for changed in ("srvlib.py", "pkgsrv/part.py", "sitehelp.py", "conf.json", "srv.py"):
         assert trust.is_trusted(root, config.load(root)), changed
         (root / changed).write_text("# changed\n", encoding="utf-8")
         assert not trust.is_trusted(root, config.load(root)), changed
