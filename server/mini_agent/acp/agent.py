@@ -350,8 +350,11 @@ class MiniAgent:
             await self._configure(chat, model=await self._model(chat, model) if model else None, mode=mode)
 
         session_id = chat.session_id
+        async def trust() -> list[str] | None:  # asked first: trusted only on an allow
+            return await self._trust.by_command(session_id, chat.workspace)
+
         said = await slash.run(chat.workspace, session_id if chat.started else None, text, configure,
-                               lambda: self._current(chat), self._env)
+                               lambda: self._current(chat), trust)
         chat.client.post(session_id, helpers.update_agent_message_text(said))
         return PromptResponse(stop_reason="end_turn")
 

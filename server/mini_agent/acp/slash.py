@@ -1,10 +1,11 @@
 """The slash commands on the ACP door: `app.commands` run with what ACP does its own way (a model
-checked against the offered ones, a folder trusted and remembered as the trust prompt's "always"
-does). The answer is the words the agent message shows."""
+checked against the offered ones; a folder trusted only on an allow to the trust prompt's
+`session/request_permission`, remembered only on its "Always trust"). The answer is the words the
+agent message shows."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from mini_agent.app import commands
@@ -19,23 +20,11 @@ async def run(
     text: str,
     configure: commands.Configure,
     current: commands.Current,
-    env: Mapping[str, str],
+    trust: Callable[[], Awaitable[list[str] | None]],
 ) -> str:
     """Run the command `text` names (the caller checked that it names one): its words, which say why
-    when it could not be done. `session_id` is None before the session's first prompt."""
-
-    async def trust() -> list[str]:
-        return await trust_folder(workspace, env)
-
+    when it could not be done. `session_id` is None before the session's first prompt; `trust` asks
+    the person and trusts on an allow (`trust_prompt.TrustPrompt.by_command`)."""
     outcome = await commands.run(workspace, session_id, text, commands.Door(trust, configure, current))
     assert outcome is not None, text
     return outcome.text
-
-
-async def trust_folder(workspace: Workspace, env: Mapping[str, str]) -> list[str]:
-    """`/trust`: the folder trusted in this agent and recorded in the trust store; the problems met."""
-    trusted = await workspace.trust_folder(None, env, remember=True)
-    if trusted.unremembered is None:
-        return trusted.problems
-    note = f"trusted for this agent only; it could not be remembered: {trusted.unremembered}"
-    return [note, *trusted.problems]

@@ -8,7 +8,8 @@ session" trusts it for this agent process, "Always trust this folder" also recor
 store, "Don't trust" runs the session without them. An answer holds for every session of that folder
 in this agent process; a prompt the client cancels (or cannot answer) asks again at the next one.
 Each session of a folder left untrusted first says, as an agent message, what was left out and how
-to trust it.
+to trust it. The `/trust` command asks the same question (`by_command`) and trusts only on an allow:
+"Always trust" is the only answer that is remembered.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from mini_agent.acp import editor_fs
+from mini_agent.acp import asking
 from mini_agent.core.errors import AgentError
 
 if TYPE_CHECKING:
@@ -74,9 +75,37 @@ class TrustPrompt:
         client.post(session_id, helpers.update_agent_message_text(f"Note: {workspace.held_back_note()}"))
 
     async def _ask(self, session_id: str, workspace: Workspace, client: AcpClient) -> None:
+        choice = await self._question(session_id, workspace)
+        if choice is None:
+            return  # cancelled or unanswered: no answer, asked again at the next prompt
+        self._answered[workspace.root] = choice
+        if choice != REJECT:
+            await self._trust(session_id, workspace, client, remember=choice == ALWAYS)
+
+    async def by_command(self, session_id: str, workspace: Workspace) -> list[str] | None:
+        """`/trust`: the question put, and the folder trusted on an allow (remembered on "Always");
+        the problems met, or None when the person did not allow it."""
+        choice = await self._question(session_id, workspace)
+        if choice is None or choice == REJECT:
+            return None
+        trusted = await workspace.trust_folder(None, self._env, remember=choice == ALWAYS)
+        self._answered[workspace.root] = choice
+        if trusted.unremembered is None:
+            return trusted.problems
+        note = f"trusted for this agent only; it could not be remembered: {trusted.unremembered}"
+        return [note, *trusted.problems]
+
+    async def _question(self, session_id: str, workspace: Workspace) -> str | None:
+        """Put the question; the option chosen, or None when the client cancelled it or could not
+        answer."""
         words = workspace.held_back()
-        listed = "\n".join(f"- {word}" for word in words)
-        body = TextContentBlock(type="text", text=f"{workspace.config.source} asks to run:\n{listed}")
+        if words:
+            listed = "\n".join(f"- {word}" for word in words)
+            said = f"{workspace.config.source} asks to run:\n{listed}"
+        else:
+            said = f"Trust {workspace.root}? What its workspace file names (tools, MCP servers, a model " \
+                   "server, standing approvals) will then load without asking."
+        body = TextContentBlock(type="text", text=said)
         call = ToolCallUpdate(
             tool_call_id=f"trust-{uuid.uuid4().hex[:12]}",
             title=TITLE,
@@ -86,17 +115,13 @@ class TrustPrompt:
         )
         request = RequestPermissionRequest(session_id=session_id, tool_call=call, options=OPTIONS)
         try:
-            raw = await editor_fs.send(self._conn(), "session/request_permission", request)
+            raw = await asking.send(self._conn(), "session/request_permission", request)
             outcome = RequestPermissionResponse.model_validate(raw).outcome
-        except Exception as exc:  # a client that cannot answer: not trusted, asked again next prompt
+        except Exception as exc:  # a client that cannot answer: not trusted
             log.warning("the trust prompt for %s got no answer: %s", workspace.root, exc)
-            return
+            return None
         choice = outcome.option_id if outcome.outcome == "selected" else None
-        if choice not in (ONCE, ALWAYS, REJECT):
-            return  # cancelled: no answer, asked again at the next prompt
-        self._answered[workspace.root] = choice
-        if choice != REJECT:
-            await self._trust(session_id, workspace, client, remember=choice == ALWAYS)
+        return choice if choice in (ONCE, ALWAYS, REJECT) else None
 
     async def _trust(
         self, session_id: str, workspace: Workspace, client: AcpClient, *, remember: bool

@@ -1,6 +1,9 @@
 """The slash commands a person types in the prompt box, for both doors: `/compact`, `/tools`, `/model`,
-`/mode`, `/trust`, `/help`. A prompt is a command when it is `/` and a listed name, then the end or a
-space (`parse`); `run` does it at once, without a model turn, and answers the words to show.
+`/mode`, `/trust`, `/help`. A prompt is a command only when the whole of it is the command and its
+argument (`parse`): `/` and a listed name, then nothing, or — for a command that takes one — one word;
+anything more (`/trust this repo? …`) is an ordinary prompt for the model. `run` does a command at
+once, without a model turn, and answers the words to show. `/trust` trusts only on the person's
+explicit yes to the door's question (`Door.trust`).
 
 What differs between the doors (how a model is checked and set before a session starts, how a folder
 is trusted) comes in as a `Door`; the rest is here, once.
@@ -60,25 +63,31 @@ Current = Callable[[], tuple[str, PermissionMode]]
 
 @dataclass(frozen=True, slots=True)
 class Door:
-    """What the commands need of the door they came through: `trust` trusts the folder and answers
-    the problems met; `configure` and `current` set and read the session's model and permission mode
-    (None where there is no session)."""
+    """What the commands need of the door they came through: `trust` asks the person whether to trust
+    the folder and, on an explicit yes, trusts it and answers the problems met (None when the person
+    did not say yes: declined, dismissed, or could not be asked); `configure` and `current` set and
+    read the session's model and permission mode (None where there is no session)."""
 
-    trust: Callable[[], Awaitable[list[str]]]
+    trust: Callable[[], Awaitable[list[str] | None]]
     configure: Configure | None = None
     current: Current | None = None
 
 
 def parse(text: str) -> tuple[Command, str] | None:
-    """The command `text` is and its argument, or None when it is an ordinary prompt."""
-    stripped = text.lstrip(" ")
+    """The command `text` is and its argument, or None when it is an ordinary prompt: the whole text
+    (blanks around it aside) must be `/name`, or `/name argument` for a command that takes one, the
+    argument one word."""
+    stripped = text.strip()
     if not stripped.startswith("/"):
         return None
-    head, _space, argument = stripped[1:].partition(" ")
-    command = BY_NAME.get(head.rstrip("\n"))
+    head, *words = stripped[1:].split(maxsplit=1) or [""]
+    command = BY_NAME.get(head)
     if command is None:
         return None
-    return command, argument.strip()
+    argument = words[0] if words else ""
+    if argument and (command.hint is None or len(argument.split()) > 1):
+        return None  # words after a command that takes none, or a sentence: a prompt for the model
+    return command, argument
 
 
 async def run(workspace: Workspace, session_id: str | None, text: str, door: Door) -> Outcome | None:
@@ -109,7 +118,7 @@ async def _dispatch(workspace: Workspace, session_id: str | None, name: str, arg
     if name == "tools":
         return Outcome(name, tools_text(_tools(workspace, session_id)))
     if name == "trust":
-        return Outcome(name, await _trust(workspace, door))
+        return await _trust(workspace, door)
     if name == "compact":
         assert session_id is not None
         return Outcome(name, await workspace.runtime.compact(session_id))
@@ -139,13 +148,16 @@ async def _mode_command(argument: str, configure: Configure, current: Current) -
     return Outcome("mode", "\n".join(lines))
 
 
-async def _trust(workspace: Workspace, door: Door) -> str:
+async def _trust(workspace: Workspace, door: Door) -> Outcome:
     if workspace.trusted:
-        return f"The workspace {workspace.root} is trusted already."
+        return Outcome("trust", f"The workspace {workspace.root} is trusted already.")
     problems = await door.trust()
+    if problems is None:
+        return Outcome("trust", f"Not trusted: {workspace.root} stays as it was (trusting it needs a yes "
+                                "to the question).", ok=False)
     names = [spec.name for spec in workspace.registry.list()]
     said = [f"Trusted {workspace.root} in this daemon; tools: {', '.join(names) or 'none'}."]
-    return "\n".join(said + [f"Problem: {problem}" for problem in problems])
+    return Outcome("trust", "\n".join(said + [f"Problem: {problem}" for problem in problems]))
 
 
 def _tools(workspace: Workspace, session_id: str | None) -> list[ToolSpec]:

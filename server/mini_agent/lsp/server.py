@@ -189,7 +189,7 @@ class AgentServer(LanguageServer):
 
 
 server = AgentServer()
-commands = slash.Commands(server)  # a prompt that is a slash command runs it (see `slash`)
+commands = slash.Commands(server, server.outgoing.ask)  # a prompt that is a command runs it (`slash`)
 
 
 def _workspace_root(ls: AgentServer) -> Path:

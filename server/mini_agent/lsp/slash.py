@@ -1,6 +1,6 @@
 """The LSP door's slash commands: `agent/listCommands`, and `Commands.first`, which answers an
-`agent/prompt` or `agent/startSession` whose text is a command by running it (`app.commands`) instead
-of the handler.
+`agent/prompt` or `agent/startSession` whose whole text is a command by running it (`app.commands`)
+instead of the handler; `/trust` asks first, with the client's own prompt (`trusting.ask_to_trust`).
 
 Standard library only at import: `server` imports this module before anything else loads."""
 
@@ -31,11 +31,16 @@ async def list_commands(daemon: Workspace, p: object) -> dict[str, Any]:
     return {"commands": listed}
 
 
-class Commands:
-    """The commands of server `ls` (its `initializationOptions` are re-read as trusted by `/trust`)."""
+Ask = Callable[[str, Any], Awaitable[Any]]  # a request to the client, its answer as plain JSON
 
-    def __init__(self, ls: LanguageServer) -> None:
+
+class Commands:
+    """The commands of server `ls` (its `initializationOptions` are re-read as trusted by `/trust`);
+    `ask` puts a request to its client (the question `/trust` asks first)."""
+
+    def __init__(self, ls: LanguageServer, ask: Ask) -> None:
         self._ls = ls
+        self._ask = ask
 
     def first(self, handler: Handler) -> Handler:
         """`handler`, unless its params' text (`text`, or a new session's `task`) is a command."""
@@ -67,13 +72,17 @@ class Commands:
             "ok": outcome.ok,
         }
 
-    async def _trust(self, daemon: Workspace) -> list[str]:
-        """As `agent/trustWorkspace {}`: its problems go to the user as `window/showMessage`."""
+    async def _trust(self, daemon: Workspace) -> list[str] | None:
+        """Asked first (`trusting.ask_to_trust`); on a yes as `agent/trustWorkspace`, remembered only
+        on "Always trust" (its problems go to the user as `window/showMessage`); None on anything else."""
         from mini_agent.lsp import trusting
         from mini_agent.lsp.params import TrustParams
 
+        remember = await trusting.ask_to_trust(self._ask, daemon)
+        if remember is None:
+            return None
         trust_workspace, _untrust = trusting.handlers(self._ls)
-        await trust_workspace(daemon, TrustParams())
+        await trust_workspace(daemon, TrustParams(remember=remember))
         return []
 
 

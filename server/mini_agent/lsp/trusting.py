@@ -1,10 +1,15 @@
 """`agent/trustWorkspace` and `agent/untrustWorkspace`: the folder trusted in this daemon, and recorded in
 (or forgotten from) the user's trust store (`app.trust`) for the daemons after it. `handlers` makes
-them for `server.method`; the domain modules load with the first call, as the other handlers' do."""
+them for `server.method`; the domain modules load with the first call, as the other handlers' do.
+
+`ask_to_trust` is the question the `/trust` command puts first, as the client's own prompt
+(`window/showMessageRequest` with three actions): the folder is trusted only on "Trust for this
+session" or "Always trust this folder", and remembered only on the latter."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -20,6 +25,32 @@ if TYPE_CHECKING:
     from mini_agent.lsp.params import TrustParams
 
 Handler = Callable[["Workspace", Any], Awaitable[dict[str, Any]]]
+Ask = Callable[[str, Any], Awaitable[Any]]  # a request to the client, its answer as plain JSON
+
+log = logging.getLogger(__name__)
+
+ONCE, ALWAYS, REJECT = "Trust for this session", "Always trust this folder", "Don't trust"
+
+
+async def ask_to_trust(ask: Ask, daemon: Workspace) -> bool | None:
+    """Ask the person whether to trust the folder: None unless they allowed it (declined, dismissed,
+    or a client that cannot ask), else whether to remember it."""
+    words = daemon.held_back()
+    if words:
+        runs = "; ".join(words)
+        message = f"mini-agent: trust {daemon.root}? {daemon.config.source} asks to run: {runs}"
+    else:
+        message = (f"mini-agent: trust {daemon.root}? What its workspace file names (tools, MCP servers, "
+                   "a model server, standing approvals) will then load without asking.")
+    actions = [types.MessageActionItem(title=title) for title in (ONCE, ALWAYS, REJECT)]
+    params = types.ShowMessageRequestParams(type=types.MessageType.Warning, message=message, actions=actions)
+    try:
+        answer = await ask(types.WINDOW_SHOW_MESSAGE_REQUEST, params)
+    except Exception as exc:  # a client that cannot ask: not trusted
+        log.warning("the question whether to trust %s got no answer: %s", daemon.root, exc)
+        return None
+    title = answer.get("title") if isinstance(answer, dict) else getattr(answer, "title", None)
+    return None if title not in (ONCE, ALWAYS) else title == ALWAYS
 
 
 def handlers(ls: LanguageServer) -> tuple[Handler, Handler]:

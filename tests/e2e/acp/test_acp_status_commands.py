@@ -84,6 +84,7 @@ async def test_slash_commands_are_announced_and_run_without_a_model_turn(workspa
     async with ListingServer(script) as model:  # lists "large"
         workspace_config(workspace, model.base_url)
         async with acp_agent(workspace) as (conn, _, recorder):  # not trusted: /trust trusts it
+            recorder.answer = lambda request: "allow_once"  # /trust asks first: "trust for this session"
             sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
             await wait_for(lambda: bool(commands_of(recorder.of(sid))))
             before = len(model.exchanges)

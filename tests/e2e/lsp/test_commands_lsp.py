@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from lsprotocol import types
 from mini_agent.scripted import ReplayServer
 
 FIRST = {"turns": [{"content": "Final Answer: ok"}], "repeat_last": True}
@@ -42,6 +43,11 @@ async def test_list_commands_and_a_command_as_a_new_task(daemon_factory: Callabl
 async def test_compact_tools_model_mode_and_trust_as_prompts(daemon_factory: Callable[..., Any]) -> None:
     async with ReplayServer(FIRST) as model:
         client = await daemon_factory({"llm": {"baseUrl": model.base_url}, "workspaceTrusted": False})
+
+        @client.lsp.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+        async def trust_question(params: Any) -> Any:  # /trust asks first: "yes, for this session"
+            return types.MessageActionItem(title="Trust for this session")
+
         sid = (await client.request("agent/startSession", {"task": "hello"}))["sessionId"]
         await client.request("agent/run", {"sessionId": sid})
         for words in ("and then", "and now"):  # older turns for /compact to summarise
