@@ -48,6 +48,7 @@ BFCL_REQUIREMENTS = ["bfcl-eval==2026.3.23", "filelock==3.20.0"]
 MODES = ("react", "json", "native", "auto")
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 HARMLESS = "ok"
+SERVERS: list[subprocess.Popen[bytes]] = []  # stopped first on SIGTERM, so no request waits on them
 
 
 # -- the venv ---------------------------------------------------------------------------------------
@@ -93,6 +94,7 @@ def llama_server(gguf: Path, python: Path, alias: str, n_ctx: int, n_threads: in
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
+    SERVERS.append(process)
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -378,8 +380,11 @@ async def run(args: argparse.Namespace, log_dir: Path, records: list[Record],
     """Each question through every column before the next, so a run cut short keeps equal counts."""
     from judge import load
 
-    questions = [(category, entry) for category in args.category
-                 for entry in sample(load(category), category, args.per_category, args.seed)]
+    samples = {category: sample(load(category), category, args.per_category, args.seed)
+               for category in args.category}
+    # round robin over the categories, so that a run cut short still covers each of them
+    questions = [(category, samples[category][index]) for index in range(args.per_category)
+                 for category in args.category if index < len(samples[category])]
     print(f"{len(questions)} questions: " + ", ".join(f"{c} {sum(q[0] == c for q in questions)}"
                                                       for c in args.category), file=sys.stderr)
     async with contextlib.AsyncExitStack() as stack:
@@ -403,11 +408,18 @@ def column_label(args: argparse.Namespace, mode: str) -> str:
     return mode + (f" ({args.label})" if args.label else "")
 
 
+def stop(signum: int, frame: Any) -> None:
+    """SIGTERM: stop the llama server at once (a request waiting on it fails), then unwind."""
+    for process in SERVERS:
+        process.terminate()
+    sys.exit(143)
+
+
 def main() -> None:
     ensure_venv_and_reexec()
     sys.path[:0] = [str(HERE), str(ROOT / "clients" / "python")]
     args = parse_args(sys.argv[1:])
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed run still stops its llama server
+    signal.signal(signal.SIGTERM, stop)
     started = time.monotonic()
     _, _, tree = daemon_environment(args)
     command = "python bench/bfcl/run.py " + shlex.join(sys.argv[1:])
