@@ -3,7 +3,8 @@ can send what the SDK would refuse to. Standalone (stdlib only).
 
     python hostile_mcp_server.py MODE [ARG]
 
-MODE: `silent` (never answers initialize; its pid written to ARG if given), `bad-utf8` (an
+MODE: `silent` (never answers initialize; its pid written to ARG if given), `gated` (answers
+initialize only once the file ARG exists, then as `ok` does), `bad-utf8` (an
 invalid byte inside its initialize answer), `endless-pages` (every tools/list page has a next
 cursor), `deep` (one tool's schema nested 300 deep), `ref-bomb` (one tool's schema a `$ref` bomb 24
 deep), `many` (10,000 tools), `fork` (starts a child and a `setsid` grandchild, their pids and its
@@ -122,6 +123,8 @@ def main() -> None:
         if method == "initialize":
             if mode == "silent":
                 continue
+            while mode == "gated" and not os.path.exists(argument):
+                time.sleep(0.02)
             initialized(request, mode)
         elif method == "tools/list":
             pages += 1

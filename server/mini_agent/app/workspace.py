@@ -7,9 +7,10 @@ the client only through `port.Client`, which each door implements (`lsp.client`,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,8 +24,17 @@ from mini_agent.core.budget import find_observation
 from mini_agent.core.contracts import LLMConfig, Observation, SessionStatus, ToolCall, ToolMode, ToolSpec
 from mini_agent.core.errors import UnknownToolCall, WorkspaceUntrusted
 from mini_agent.core.events import AgentEvent, StatusChanged, ThoughtChunk
-from mini_agent.core.runtime import AgentRuntime
-from mini_agent.core.session import AgentConfig, AgentSession, Ask, Decision, PermissionMode
+from mini_agent.core.flight import Flight, StepCancelled
+from mini_agent.core.runtime import AgentRuntime, RunSummary
+from mini_agent.core.session import (
+    AgentConfig,
+    AgentSession,
+    Ask,
+    Decision,
+    PermissionMode,
+    StepRecord,
+    new_session_id,
+)
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.formats import reply_format
 from mini_agent.llm.models import ModelLister
@@ -111,7 +121,8 @@ class Workspace:
         if options.system_prompt is not None:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
         self.tracing = _tracing(options, lambda sid: self.runtime.get(sid))
-        self.runtime = AgentRuntime(
+        self._first_turn: dict[str, list[McpServer]] = {}  # sessions whose first turn takes late MCP tools
+        self.runtime: AgentRuntime = GatedRuntime(
             self.llm,
             self.tracing.tools(self.registry) if self.tracing is not None else self.registry,
             defaults=defaults,
@@ -121,6 +132,7 @@ class Workspace:
             keys=keys,
             probe=ServerWindowProbe(),
             formats=reply_format,
+            gate=self._gate,
         )
         self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
         self._thought_parts: dict[tuple[str, int], list[str]] = {}
@@ -288,36 +300,72 @@ class Workspace:
         session_id: str | None = None,
         permission_mode: PermissionMode | None = None,
     ) -> AgentSession:
-        """Start the session's MCP servers (and the workspace's) first: its tools are snapshotted. The
-        workspace file's approval policy gives its first standing decisions."""
+        """Begin a session at once; its MCP servers (and the workspace's) start in the background. It
+        starts with the tools of those already up; the others' tools join before its first model turn,
+        which waits for them at most their `firstTurnTimeoutSec` (`_gate`). Only a session that names
+        its tools (`tools`), some of them not listed yet, waits here for its servers, within the same
+        bound. The workspace file's approval policy gives its first standing decisions."""
         self.check_mode(permission_mode)
         own = list(mcp_servers or [])
         configs = [*self.options.mcp_servers, *own]
-        token = f"starting:{id(own)}"
-        problems: list[str] = []
+        sid = session_id or new_session_id()
+        problems = _Problems(lambda problem: self._report(sid, problem))
         try:
-            specs = await self.mcp.acquire(token, configs, problems.append) if configs else []
+            if configs:
+                self.mcp.take_up(sid, configs, problems.tell)
             names = tools
-            if names is None and configs:
-                names = [*self.registry.own_names(), *(spec.name for spec in specs)]
+            if names is not None and configs and not set(names) <= {s.name for s in self.registry.list()}:
+                await self.mcp.ready(sid)
+            elif names is None and configs:
+                names = [*self.registry.own_names(), *(spec.name for spec in self.mcp.tools_of(configs))]
             session = self.runtime.start_session(
                 task,
                 system_prompt=system_prompt,
                 tool_names=names,
                 llm=llm.apply(self.runtime.defaults.llm) if llm is not None else None,
                 max_steps=max_steps,
-                session_id=session_id,
+                session_id=sid,
                 standing=self.standing_policy(),
                 permission_mode=permission_mode,
             )
         except BaseException:
-            await self.mcp.release(token)
+            await self.mcp.release(sid)
             raise
-        self.mcp.rename(token, session.session_id)
-        self._session_mcp[session.session_id] = own
-        for problem in problems:
-            self._report(session.session_id, problem)
+        self._session_mcp[sid] = own
+        if tools is None and configs:
+            self._first_turn[sid] = configs
+        problems.flush()
         return session
+
+    def _gate(self, session_id: str) -> Coroutine[Any, Any, None] | None:
+        """What a turn of `session_id` waits for before it steps: its MCP servers still starting (at
+        its start, or taken up again by a follow-up prompt); None: nothing to wait for."""
+        if session_id not in self._first_turn and not self.mcp.starting(session_id):
+            return None
+        return self._servers_up(session_id)
+
+    async def _servers_up(self, session_id: str) -> None:
+        """Wait for the session's servers still starting, each at most its `firstTurnTimeoutSec`, and
+        say each one still starting then. Before the session's first model turn, the tools of those
+        up by then join the session (from that turn on its tool set is fixed: the prompt must not
+        change under it)."""
+        late = await self.mcp.ready(session_id)
+        configs = [*self.options.mcp_servers, *self._session_mcp.get(session_id, [])]
+        bounds = {config.name: config.first_turn_timeout_sec for config in configs}
+        for name in dict.fromkeys(late):
+            self._report(
+                session_id,
+                f"MCP server '{name}' is still starting after {bounds.get(name, 0):g} s "
+                "(firstTurnTimeoutSec): the turn goes on without its tools",
+            )
+        joining = self._first_turn.pop(session_id, None)
+        session = self.runtime.get(session_id)
+        if joining is None or session.steps:
+            return
+        have = {spec.name for spec in session.tools}
+        tools = [spec for spec in self.mcp.tools_of(joining) if spec.name not in have]
+        if tools:
+            session.tools = [*session.tools, *tools]
 
     def check_mode(self, mode: PermissionMode | None) -> None:
         """`ask_never` is for a trusted folder only: a cloned repository must not run tools unasked."""
@@ -358,14 +406,14 @@ class Workspace:
         self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None
     ) -> AgentSession:
         """A follow-up turn, on either door. A session that ended its turn let its MCP servers go (see
-        `_send`): they are taken up again first, or the follow-up's MCP calls would find no server.
-        `mcp_servers` replaces the ones the session named (an ACP client names them again on load)."""
+        `_send`): they are taken up again, in the background (a call to one still starting waits for
+        it). `mcp_servers` replaces the ones the session named (an ACP client names them again on load)."""
         self.runtime.get(session_id)  # an unknown session starts no server
         if mcp_servers is not None:
             self._session_mcp[session_id] = list(mcp_servers)
         configs = [*self.options.mcp_servers, *self._session_mcp.get(session_id, [])]
         if configs:
-            await self.mcp.acquire(session_id, configs, lambda problem: self._report(session_id, problem))
+            self.mcp.take_up(session_id, configs, lambda problem: self._report(session_id, problem))
         return self.runtime.prompt(session_id, text)
 
     def _report(self, session_id: str, message: str) -> None:
@@ -388,6 +436,7 @@ class Workspace:
         keeps it, to be loaded again)."""
         self.runtime.close(session_id)
         self._session_mcp.pop(session_id, None)
+        self._first_turn.pop(session_id, None)
         self._release_mcp(session_id)
 
     def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[SessionRow], int]:
@@ -410,6 +459,7 @@ class Workspace:
             self.runtime.cancel(session_id)
         self.runtime.forget(session_id)
         self._session_mcp.pop(session_id, None)
+        self._first_turn.pop(session_id, None)
         self._release_mcp(session_id)
         return self.store.delete(session_id) if self.store is not None else True
 
@@ -480,6 +530,62 @@ class Workspace:
         if self.store is not None:
             self.store.release_all(self.runtime.owner)
             self.store.close()
+
+
+class GatedRuntime(AgentRuntime):
+    """The core's runtime with the app's wait before a turn (`gate`: for a session's MCP servers still
+    starting). The wait is part of the turn: a cancel reaches it (the turn then ends `cancelled`, as
+    one cancelled before its first step does), and nothing is stepped until it is over."""
+
+    def __init__(
+        self, *args: Any, gate: Callable[[str], Coroutine[Any, Any, None] | None], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._turn_gate = gate
+
+    async def run(
+        self, session_id: str, *, max_steps: int | None = None, flight: Flight | None = None
+    ) -> RunSummary:
+        async with self._gated(session_id, flight) as flight:
+            return await super().run(session_id, max_steps=max_steps, flight=flight)
+
+    async def step(
+        self, session_id: str, *, wait_for_approval: bool = False, flight: Flight | None = None
+    ) -> StepRecord:
+        async with self._gated(session_id, flight) as flight:
+            return await super().step(session_id, wait_for_approval=wait_for_approval, flight=flight)
+
+    @contextlib.asynccontextmanager
+    async def _gated(self, session_id: str, flight: Flight | None) -> AsyncIterator[Flight | None]:
+        gate = self._turn_gate(session_id)
+        if gate is None:
+            yield flight
+            return
+        with contextlib.ExitStack() as stack:
+            if flight is None:
+                flight = stack.enter_context(self.expecting(session_id))
+            with contextlib.suppress(StepCancelled):  # the step then ends `cancelled` at once
+                await flight.race(gate)
+            yield flight
+
+
+class _Problems:
+    """A session's MCP problems: held until the session exists (a status update needs it), then told."""
+
+    def __init__(self, tell: Callable[[str], None]) -> None:
+        self._tell = tell
+        self._held: list[str] | None = []
+
+    def tell(self, problem: str) -> None:
+        if self._held is None:
+            self._tell(problem)
+        else:
+            self._held.append(problem)
+
+    def flush(self) -> None:
+        held, self._held = self._held or [], None
+        for problem in held:
+            self._tell(problem)
 
 
 def _tracing(options: InitOptions, get: Callable[[str], AgentSession]) -> Tracing | None:

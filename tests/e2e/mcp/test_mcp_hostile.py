@@ -44,14 +44,22 @@ def statuses(client: AgentTestClient, session_id: str) -> list[str]:
     ]
 
 
+def announced(client: AgentTestClient) -> bool:
+    changes = client.tools_changed
+    return any(tool.get("mcpServer") == "hostile" for change in changes for tool in change["tools"])
+
+
 async def started(
     daemon_factory: Callable[..., Any], server: dict[str, Any], script: list[Any] | None = None
 ) -> tuple[AgentTestClient, str, set[str]]:
-    """A daemon, a session naming `server` (answered within a bound, whatever the server does), and
-    the hostile server's tools as the daemon lists them."""
+    """A daemon, a session naming `server` (answered at once, whatever the server does), and the
+    hostile server's tools as the daemon lists them once its start in the background has ended (its
+    tools announced, or a failure said; what a listing left out is said before its tools are)."""
     async with ReplayServer(script or [{"content": "Final Answer: done"}]) as model:
         client = await daemon_factory({**NO_STORE, "llm": {"baseUrl": model.base_url}})
         answer = await client.request("agent/startSession", {"task": "t", "mcpServers": [server]})
+        session_id = answer["sessionId"]
+        await wait_for(lambda: announced(client) or statuses(client, session_id) != [], timeout=60)
         listed = (await client.request("agent/listTools", None))["tools"]
     names = {tool["name"] for tool in listed if tool.get("mcpServer") == "hostile"}
     return client, answer["sessionId"], names

@@ -1,7 +1,7 @@
 """How an MCP server is described to this source: started over stdio, or reached over streamable HTTP.
 
-The shapes are ACP's `McpServerStdio` / `McpServerHttp` plus `requiresApproval` and `startTimeoutSec`;
-the LSP door, the ACP door and the workspace file all hand servers over in this form.
+The shapes are ACP's `McpServerStdio` / `McpServerHttp` plus `requiresApproval`, `startTimeoutSec` and
+`firstTurnTimeoutSec`; the LSP door, the ACP door and the workspace file all hand servers over in this form.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from mini_agent.core.strict import Params, parse
 
 START_TIMEOUT_SEC = 60.0  # initialize plus the first complete tools/list, unless a server says otherwise
 MAX_START_TIMEOUT_SEC = 600.0
+# How long a session's first model turn waits for the server while it is still starting; the session
+# itself never waits (it begins at once), and the server goes on starting up to its start bound.
+FIRST_TURN_TIMEOUT_SEC = 10.0
 # true: tools ask unless annotated readOnlyHint (and not destructiveHint); false: none asks;
 # "always": every tool asks, whatever its annotations say.
 Approval = bool | Literal["always"]
@@ -34,6 +37,7 @@ class StdioMcpServer(Params):
     env: list[NameValue] = Field(default_factory=list)
     requires_approval: Approval = True
     start_timeout_sec: float = Field(default=START_TIMEOUT_SEC, gt=0, le=MAX_START_TIMEOUT_SEC)
+    first_turn_timeout_sec: float = Field(default=FIRST_TURN_TIMEOUT_SEC, ge=0, le=MAX_START_TIMEOUT_SEC)
 
 
 class OAuthSettings(Params):
@@ -60,9 +64,17 @@ class HttpMcpServer(Params):
     oauth: OAuthSettings | None = None
     requires_approval: Approval = True
     start_timeout_sec: float = Field(default=START_TIMEOUT_SEC, gt=0, le=MAX_START_TIMEOUT_SEC)
+    first_turn_timeout_sec: float = Field(default=FIRST_TURN_TIMEOUT_SEC, ge=0, le=MAX_START_TIMEOUT_SEC)
 
 
 McpServer = StdioMcpServer | HttpMcpServer
+# What a session may set for itself without naming another server: not part of a server's identity.
+PER_SESSION = frozenset({"first_turn_timeout_sec"})
+
+
+def server_key(config: McpServer) -> str:
+    """The identity of the server `config` describes: sessions whose configurations agree on it share one."""
+    return config.model_dump_json(exclude=set(PER_SESSION))
 
 
 class _Servers(Params):

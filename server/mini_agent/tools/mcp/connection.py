@@ -11,9 +11,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import importlib
 import logging
 import os
 import signal
+import sys
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -38,6 +41,20 @@ _STDERR_LINES = 20
 _STDERR_GRACE_SEC = 1.0
 # The SDK's own shutdown (flush, close stdin, SIGTERM, SIGKILL) takes up to 6.5 s; then we cancel it.
 _STOP_GRACE_SEC = 10.0
+# What a start imports: the SDK and what of ours needs it (loaded off the event loop, see `load_sdk`).
+_SDK = (
+    "mcp_types",
+    "mcp.shared.exceptions",
+    "mcp.client.session",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.shared._httpx_utils",
+    "jsonschema",
+    "mini_agent.tools.mcp.auth",
+    "mini_agent.tools.mcp.elicit",
+    "mini_agent.tools.mcp.stdio",
+)
+_importing = threading.Lock()  # one thread imports at a time: no two threads in one module's import
 
 
 class StartFailed(Exception):
@@ -78,6 +95,7 @@ class Connection:
     async def start(self) -> Listing:
         """Initialize and list the tools, within the server's `startTimeoutSec`; on any failure,
         timeout or cancellation the half-started server is stopped."""
+        await load_sdk()
         ready: asyncio.Future[tuple[ClientSession, Listing]] = asyncio.get_running_loop().create_future()
         self.task = asyncio.create_task(self._run(ready), name=f"mcp:{self.config.name}")
         limit = self.config.start_timeout_sec
@@ -87,6 +105,8 @@ class Connection:
         except BaseException as exc:
             self._start_clock = None
             await self.stop(cancel=True)
+            if ready.done() and not ready.cancelled():
+                ready.exception()  # read here: nobody else waits for it any more
             if isinstance(exc, asyncio.CancelledError):
                 raise
             reason = self.reason or (
@@ -261,6 +281,20 @@ class Connection:
         self.exited = True
         if self.session is not None and not self._stop.is_set():
             self._on_exit()
+
+
+async def load_sdk() -> None:
+    """Import the SDK in a thread: it is some 30 MiB of modules, most of a second to import (seconds on
+    a busy machine), and a start runs in the background, so the daemon must answer meanwhile (a
+    session's first turn, whose wait for this server is bounded, among others)."""
+    if not all(name in sys.modules for name in _SDK):
+        await asyncio.to_thread(_import_sdk)
+
+
+def _import_sdk() -> None:
+    with _importing:
+        for name in _SDK:
+            importlib.import_module(name)
 
 
 async def list_tools(session: ClientSession) -> Listing:

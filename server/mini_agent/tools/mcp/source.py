@@ -1,18 +1,20 @@
 """MCP servers as a tool source: their lifecycles, their tools under our names, and calls to them.
 
-A server starts when a session first names it and is shared by every session that names the same
-configuration; it stops when the last of them lets go (and at shutdown). A server that cannot start
-or dies is reported to the sessions using it with its last stderr lines; the next call starts it
-again. A server's lifecycle is `connection`'s; every size taken from it is bounded here and there
-(pages, tools, schemas, descriptions, messages), a tool over a bound is left out and the sessions
-told why. The SDK (`mcp`, `mcp_types`: some 30 MiB and most of a second) is imported when the first
-server starts, not with the daemon.
+A server starts when a session first names it, in the background (the session never waits for it:
+`ready` is how long a first model turn does), and is shared by every session that names the same
+configuration; it stops when the last of them lets go (and at shutdown), a start still under way too.
+A server that cannot start or dies is reported to the sessions using it with its last stderr lines;
+the next call starts it again. A server's lifecycle is `connection`'s; every size taken from it is
+bounded here and there (pages, tools, schemas, descriptions, messages), a tool over a bound is left
+out and the sessions told why. The SDK (`mcp`, `mcp_types`: some 30 MiB and most of a second) is
+imported when the first server starts, not with the daemon.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import logging
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.tools.live import LiveOutput
 from mini_agent.tools.mcp import elicit
 from mini_agent.tools.mcp.asking import Asking
-from mini_agent.tools.mcp.config import McpServer
+from mini_agent.tools.mcp.config import McpServer, server_key
 from mini_agent.tools.mcp.connection import MAX_TOOLS, Connection, Listing, StartFailed
 from mini_agent.tools.mcp.convert import SchemaRefused, inline_refs, result_text, tool_name
 from mini_agent.tools.protocol import CallResult, cap_text
@@ -54,16 +56,26 @@ class _Tool:
     validator: Draft202012Validator
 
 
+@dataclass(frozen=True, slots=True)
+class _Wait:
+    """One session waiting for one server's start (`take_up`), with that session's configuration."""
+
+    config: McpServer
+    task: asyncio.Task[None]
+
+
 class _Server:
-    """A configuration in use: its connection (None while stopped), its tools and its sessions."""
+    """A configuration in use: its connection (None while stopped), the start under way (shared by
+    everyone waiting for it), its tools and its sessions."""
 
     def __init__(self, config: McpServer, person: Person) -> None:
         self.config = config
         self.asking = Asking(person, config.name)
         self.connection: Connection | None = None
+        self.starting: asyncio.Task[Connection] | None = None
+        self.told: builtins.list[Callable[[str], None]] = []  # where those waiting for it hear of its listing
         self.tools: dict[str, _Tool] = {}  # our name → tool
         self.users: set[str] = set()
-        self.lock = asyncio.Lock()
         self.relisting: asyncio.Task[None] | None = None  # one re-list in flight
         self.relist_again = False  # and at most one more asked for meanwhile
 
@@ -91,43 +103,80 @@ class McpSource:
         self._tools_changed = tools_changed
         self._servers: dict[str, _Server] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._waits: dict[str, builtins.list[_Wait]] = {}  # user → its waits for starts under way
 
-    async def acquire(
-        self, user: str, configs: Iterable[McpServer], problems: Callable[[str], None]
-    ) -> builtins.list[ToolSpec]:
-        """Start (or share) each server for `user` and return their tools.
+    def take_up(self, user: str, configs: Iterable[McpServer], problems: Callable[[str], None]) -> None:
+        """Share each server with `user`, starting in the background those not running, and return
+        at once (`ready` waits for them; their tools join the list when they are up).
 
-        A server that cannot start is passed to `problems` and contributes no tools, so the session
-        goes on with the rest; a name used by another configuration is refused.
+        A server that cannot start is passed to `problems` when its start fails (within its own
+        `startTimeoutSec`) and contributes no tools; a name used by another configuration is refused
+        before that server is taken up.
         """
-        specs: builtins.list[ToolSpec] = []
         for config in configs:
-            key = config.model_dump_json()
+            key = server_key(config)
             if any(k != key and s.config.name == config.name and s.users for k, s in self._servers.items()):
                 raise RegistrationError(
                     f"an MCP server named '{config.name}' with another configuration is in use; rename one"
                 )
             server = self._servers.setdefault(key, _Server(config, self._person))
             server.users.add(user)
-            try:
-                with server.asking.starting(user):
-                    await self._connect(key, server, problems)
-            except StartFailed as exc:
-                problems(str(exc))
+            if server.connection is not None and server.connection.alive:
                 continue
-            specs += [tool.spec for tool in server.tools.values()]
-        return specs
+            waits = self._waits.setdefault(user, [])
+            wait = _Wait(config, asyncio.create_task(self._wait(key, server, user, problems)))
+            waits.append(wait)
+            wait.task.add_done_callback(functools.partial(self._waited, user, wait))
 
-    def rename(self, old: str, new: str) -> None:
-        """Hand `old`'s servers to `new` (a session known only once its servers are up)."""
-        for server in self._servers.values():
-            if old in server.users:
-                server.users.discard(old)
-                server.users.add(new)
+    def starting(self, user: str) -> bool:
+        """Whether a server `user` took up is still starting."""
+        return bool(self._waits.get(user))
+
+    async def ready(self, user: str, *, whole: bool = False) -> builtins.list[str]:
+        """Wait for the servers `user` took up that are still starting, each at most its
+        `firstTurnTimeoutSec` from now (with `whole`: until its start ends); the names of those
+        still starting then. Nothing is cancelled: they go on starting."""
+        waits = builtins.list(self._waits.get(user, ()))
+
+        async def one(wait: _Wait) -> None:
+            await asyncio.wait({wait.task}, timeout=None if whole else wait.config.first_turn_timeout_sec)
+
+        if waits:
+            await asyncio.gather(*(one(wait) for wait in waits))
+        return [wait.config.name for wait in waits if not wait.task.done()]
+
+    async def acquire(
+        self, user: str, configs: Iterable[McpServer], problems: Callable[[str], None]
+    ) -> builtins.list[ToolSpec]:
+        """Start (or share) each server for `user`, wait for their starts to end, and return their
+        tools; a cancelled acquire lets go of them (a start nobody else waits for is stopped)."""
+        configs = builtins.list(configs)
+        try:
+            self.take_up(user, configs, problems)
+            await self.ready(user, whole=True)
+        except BaseException:
+            await self.release(user)
+            raise
+        return self.tools_of(configs)
+
+    def _waited(self, user: str, wait: _Wait, _: object) -> None:
+        waits = self._waits.get(user)
+        if waits is not None and wait in waits:
+            waits.remove(wait)
+            if not waits:
+                del self._waits[user]
+
+    def tools_of(self, configs: Iterable[McpServer]) -> builtins.list[ToolSpec]:
+        """The tools of the servers `configs` describe, as far as they are listed yet."""
+        keys = dict.fromkeys(server_key(config) for config in configs)
+        return [tool.spec for key in keys if (s := self._servers.get(key)) for tool in s.tools.values()]
 
     async def release(self, session_id: str) -> None:
-        """`session_id` no longer needs its servers; those nobody uses any more are stopped and their
-        tools leave the list (a session naming such a server again starts it afresh)."""
+        """`session_id` no longer needs its servers; those nobody uses any more are stopped (a start
+        under way too) and their tools leave the list (a session naming such a server again starts
+        it afresh)."""
+        for wait in self._waits.pop(session_id, []):
+            wait.task.cancel()
         if await self._stop_unused(lambda server: server.users.discard(session_id)):
             self._tools_changed()
 
@@ -181,45 +230,76 @@ class McpSource:
     async def aclose(self) -> None:
         for task in self._background:
             task.cancel()
+        for waits in self._waits.values():
+            for wait in waits:
+                wait.task.cancel()
+        self._waits.clear()
         await self._stop_unused(lambda server: server.users.clear())
 
     async def _stop_unused(self, forget: Callable[[_Server], object]) -> bool:
-        """Apply `forget` to every server, then stop and remove those nobody uses; True if that
-        took tools off the list."""
+        """Apply `forget` to every server, then stop and remove those nobody uses (a start under way
+        is cancelled, which stops its half-started server); True if that took tools off the list."""
         unused = []
         for key, server in builtins.list(self._servers.items()):
             forget(server)
             if not server.users:
                 unused.append(self._servers.pop(key))
+        starts = [s.starting for s in unused if s.starting is not None and not s.starting.done()]
+        for start in starts:
+            start.cancel()
+        await asyncio.gather(*starts, return_exceptions=True)
         await asyncio.gather(*(s.connection.stop() for s in unused if s.connection is not None))
         return any(s.tools for s in unused)
 
+    async def _wait(self, key: str, server: _Server, user: str, problems: Callable[[str], None]) -> None:
+        """`user` waits for `server`'s start (a sign-in or question meanwhile may be put to it)."""
+        with server.asking.starting(user):
+            try:
+                await self._connect(key, server, problems)
+            except StartFailed as exc:
+                problems(str(exc))
+
     async def _connect(self, key: str, server: _Server, tell: Callable[[str], None]) -> Connection:
         """The live session of `server`, starting it (and listing its tools) when it is not running;
-        what its listing left out goes to `tell`."""
-        async with server.lock:
-            old = server.connection
-            if old is not None and old.alive:
-                return old
-            if old is not None:
-                await old.stop()
-            server.connection = None
+        what its listing left out goes to `tell`. The start is one task shared by everyone waiting:
+        one of them giving up (a cancelled call) does not end it for the others."""
+        running = server.connection
+        if running is not None and running.alive:
+            return running
+        start = server.starting
+        if start is None or start.done():
+            start = server.starting = asyncio.create_task(self._start(key, server))
+            start.add_done_callback(_retrieved)
+        server.told.append(tell)
+        try:
+            return await asyncio.shield(start)
+        finally:
+            server.told.remove(tell)
 
-            async def on_message(message: IncomingMessage) -> None:
-                self._on_message(key, message)
+    async def _start(self, key: str, server: _Server) -> Connection:
+        """Start `server` afresh and list its tools; what the listing left out is told to those
+        waiting for it before the new list is announced."""
+        old = server.connection
+        if old is not None:
+            await old.stop()
+        server.connection = None
 
-            def on_exit() -> None:
-                self._lose(server, fresh, None)
+        async def on_message(message: IncomingMessage) -> None:
+            self._on_message(key, message)
 
-            fresh = Connection(server.config, self._root, on_message, on_exit, server.asking)
-            listing = await fresh.start()
-            server.connection = fresh
-            changed, notes = self._absorb(key, server, listing)
+        def on_exit() -> None:
+            self._lose(server, fresh, None)
+
+        fresh = Connection(server.config, self._root, on_message, on_exit, server.asking)
+        listing = await fresh.start()
+        server.connection = fresh
+        changed, notes = self._absorb(key, server, listing)
+        for tell in builtins.list(server.told):
             for note in notes:
                 tell(note)
-            if changed:
-                self._tools_changed()
-            return fresh
+        if changed:
+            self._tools_changed()
+        return fresh
 
     def _lose(self, server: _Server, connection: Connection, session_id: str | None) -> asyncio.Task[str]:
         """Drop a connection whose server went away and report it once, however it was noticed
@@ -303,6 +383,12 @@ class McpSource:
             if name in server.tools:
                 return server.tools[name]
         return None
+
+
+def _retrieved(task: asyncio.Task[object]) -> None:
+    """A start's failure is read by those waiting for it; with none left, it is not an unread error."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _tool(key: str, config: McpServer, name: str, remote: types.Tool) -> _Tool:
