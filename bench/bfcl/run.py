@@ -368,6 +368,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=384)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for one model turn")
     parser.add_argument("--json-out", type=Path, help="write every record here")
+    parser.add_argument("--table-from", nargs="+", metavar="JSON",
+                        help="(alone, first) print one table from saved --json-out files and stop")
     args = parser.parse_args(argv)
     args.harness = dict(args.harness)
     args.category = args.category or list(CATEGORIES)
@@ -415,9 +417,31 @@ def stop(signum: int, frame: Any) -> None:
     sys.exit(143)
 
 
+def table_from(paths: list[Path]) -> None:
+    """One table from saved runs (e.g. a baseline's and an "after" run's), on the questions every column
+    has: a run cut short is compared on what it finished."""
+    records: list[Record] = []
+    alone_seen = False
+    for path in paths:
+        loaded = [Record(**raw) for raw in json.loads(path.read_text())["records"]]
+        if alone_seen:  # the model alone from the first file that has it
+            loaded = [r for r in loaded if not r.column.startswith("alone")]
+        records += loaded
+        alone_seen = alone_seen or any(r.column.startswith("alone") for r in records)
+    columns = list(dict.fromkeys(r.column for r in records))
+    common = set.intersection(*({r.id for r in records if r.column == c} for c in columns))
+    records = [r for r in records if r.id in common]
+    categories = [c for c in CATEGORIES if any(r.category == c for r in records)]
+    print(f"{len(common)} questions in every column, from " + ", ".join(map(str, paths)) + "\n")
+    print(table(records, categories, [c for c in columns if not c.startswith("alone")]))
+
+
 def main() -> None:
     ensure_venv_and_reexec()
     sys.path[:0] = [str(HERE), str(ROOT / "clients" / "python")]
+    if sys.argv[1:2] == ["--table-from"]:
+        table_from([Path(p) for p in sys.argv[2:]])
+        return
     args = parse_args(sys.argv[1:])
     signal.signal(signal.SIGTERM, stop)
     started = time.monotonic()
