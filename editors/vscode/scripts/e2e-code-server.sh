@@ -89,6 +89,7 @@ echo "keep me" >"$WS/notes.txt"
 # A tool that prints while it runs: it holds after its third line until the UI driver writes "go".
 cp "$HERE/test/fixtures/slow.py" "$WS/slow.py"  # a tool that prints while it runs
 
+# (After the rejected delete, one whose arguments and answer carry a command link and escape sequences.)
 # A run and its follow-up (whose answer quotes the first turn's tool result: only the same conversation
 # has it), a run of the printing tool (the /tools command after it takes no turn), a second run; the
 # third meets a dead model server, and its Retry (after the URL is fixed) gets an answer; then one run on the model picked in the status bar (the server lists "replay-large"),
@@ -103,6 +104,8 @@ cat >"$RUN/script.json" <<'EOF'
   {"content": "Thought: It printed them.\nFinal Answer: the tool said {last_observation}"},
   {"content": "Thought: I will delete it.\nAction: delete_file\nAction Input: {\"file_path\": \"notes.txt\"}"},
   {"content": "Thought: I may not.\nFinal Answer: I did not delete notes.txt: {last_observation}"},
+  {"content": "Thought: I will delete it.\nAction: delete_file\nAction Input: {\"file_path\": \"[x](command:workbench.action.terminal.new) \\u001b]0;owned\\u0007\"}"},
+  {"content": "Final Answer: [x](command:workbench.action.terminal.new) \u001b]52;c;cHduZWQ=\u0007 \u001b[8mhidden\u001b[0m done"},
   {"content": "Final Answer: back again"},
   {"content": "Final Answer: the picked model answered"},
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},

@@ -88,13 +88,16 @@ def test_packaged_extension_in_real_vs_code() -> None:
     user drives it (test/e2e/ui.ts): register from the palette, ask in the input box, ask a follow-up that
     stays in the same session, watch a workspace tool's printed lines grow under its running call and fold
     when it ends, complete and send the /tools command in the input box, start new conversations, reject a
-    call with Enter after seeing its arguments beside the picker, find the daemon's INFO log line as [info] in
-    the output channel, meet a model error, pick the model in the status bar (the next request names it) and
-    "Ask before every tool call" (a read-only tool then asks), type a name into the input box an MCP server's
-    elicitation opens (the server records "hello Ada"), sign in to an MCP server behind OAuth (its page
-    opens in a new browser tab and completes; the tool's answer says "signed in"), and meet a wrong daemon
-    path; each check reads the workbench and trace webview DOM (and the channel's file). The script installs
-    what it needs (apt, npm; cached between runs) and exits non-zero on any failure."""
+    call with Enter after seeing its arguments beside the picker, see a command link and escape sequences
+    from the model (in a call's arguments and in the answer) shown as plain text in the notifications,
+    find the daemon's INFO log line as [info] in the output channel, meet a model error, pick the model in
+    the status bar (the next request names it) and "Ask before every tool call" (a read-only tool then
+    asks), type a name into the input box an MCP server's elicitation opens (the server records "hello
+    Ada"), sign in to an MCP server behind OAuth (its page opens in a new browser tab and completes; the
+    tool's answer says "signed in"), and meet a wrong daemon path; each check reads the workbench and
+    trace webview DOM (and the channel's file). The script installs what it needs (apt, npm; cached
+    between runs) and exits non-zero on any failure.
+    """
     if not VSIX.exists():
         _check(_npm("run", "package", timeout=300), "vsce package")
     env = {**os.environ, "MINI_AGENT_PYTHON": sys.executable}
@@ -104,6 +107,7 @@ def test_packaged_extension_in_real_vs_code() -> None:
     )
     _check(result, "code-server end-to-end")
     passed = re.findall(r"^PASS (\w[\w -]*):", result.stdout, re.MULTILINE)
-    journey = ["ask", "follow-up", "live output", "slash command", "approval", "daemon log", "model error"]
+    journey = ["ask", "follow-up", "live output", "slash command", "approval", "inert text", "daemon log"]
+    journey += ["model error"]
     journey += ["model picker", "permission mode", "elicitation", "oauth sign-in", "wrong path"]
     assert passed == journey, result.stdout[-4000:]

@@ -387,6 +387,43 @@ async function main(): Promise<void> {
       console.log(`PASS approval: ${rows.join(", ")}; arguments ${JSON.stringify(shown)}; Enter → ${rejected.badges.join(", ")}; status "${status[0]}"`);
     });
 
+    await phase("inert text", async () => {
+      // The model asks to run a tool with a command link in its arguments, then answers with one and with
+      // escape sequences (OSC 52, hidden text). A notification renders [label](command:…) as a link that runs
+      // the command: the approval notice and the answer's must show the text as written, with no link.
+      // A follow-up in the approval's conversation: the Sessions view keeps the rows it can show at once.
+      await clearToasts(page);
+      assert.match(await ask(page, "Delete the odd file"), /^Mini Agent: Ask — continuing “Delete notes\.txt”$/);
+      const review = page.locator(".notification-toast", { hasText: "Mini Agent wants to run delete_file" });
+      await review.waitFor({ timeout: WAIT_MS });
+      // The trace hidden, the answer comes as a notification too.
+      await command(page, "View: Close All Editors");
+      const link = "[x](command:workbench.action.terminal.new)";
+      const notice = await until("the approval notice", async () => (await toasts(page)).find((t) => t.text.includes("delete_file")));
+      assert.equal(await review.locator(".notification-list-item-message a").count(), 0, `a link in the approval notice: ${notice.text}`);
+      assert.ok(notice.text.replace(/\u200b/g, "").includes(link), notice.text);
+      await review.locator(".monaco-button", { hasText: "Review…" }).click();
+      await quickInput(page).locator(".quick-input-title", { hasText: "Allow Mini Agent to run “delete_file”?" }).waitFor({ timeout: WAIT_MS });
+      await page.keyboard.press("Enter");
+      const toast = page.locator(".notification-toast", { hasText: "hidden" });
+      await toast.waitFor({ timeout: WAIT_MS });
+      const answered = (await toasts(page)).find((t) => t.text.includes("hidden")) ?? assert.fail("no answer notification");
+      assert.equal(await toast.locator(".notification-list-item-message a").count(), 0, `a link in the answer's notification: ${answered.text}`);
+      assert.ok(!/[\u0000-\u0008\u000b-\u001f]/.test(answered.text), `a control character: ${JSON.stringify(answered.text)}`);
+      assert.ok(answered.text.replace(/\u200b/g, "").includes(`Mini Agent: ${link} ␛]52;c;cHduZWQ=␇ ␛[8mhidden␛[0m done`), answered.text);
+      assert.equal(await page.locator(".notification-list-item-message a").count(), 0, "no link in any notification");
+      await toast.locator(".monaco-button", { hasText: "Show trace" }).click();
+      const shown = await until("the answer in the trace", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.answer?.includes("hidden") ? dom : undefined;
+      });
+      assert.equal(shown.answer, `${link} ␛]52;c;cHduZWQ=␇ ␛[8mhidden␛[0m done`);
+      assert.ok(fs.existsSync(path.join(workspace, "notes.txt")), "the rejected call did not run");
+      assert.equal(shown.sessionId, sessions.at(-1), "the same conversation");
+      await clearToasts(page);
+      console.log(`PASS inert text: approval ${JSON.stringify(notice.text)}; answer ${JSON.stringify(answered.text)}; no link in either`);
+    });
+
     await phase("daemon log", async () => {
       // miniAgent.logLevel is "info": the daemon logs at INFO where its requests go, once per server and model.
       const said = await until("the daemon's INFO line in the output channel", async () => {
