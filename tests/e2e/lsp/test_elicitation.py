@@ -56,8 +56,8 @@ async def ask_name(
             tap=checker.tap if checker is not None else None,
         ) as client:
             session_id = await client.start_session("greet me", mcp_servers=[eliciting_server(answers)])
+            step = await client.step(session_id)  # its first model turn waits for the server's start
             assert "eliciting_ask_name" in {tool["name"] for tool in await client.list_tools()}
-            step = await client.step(session_id)
     lines = answers.read_text().splitlines() if answers.exists() else []
     return step, lines
 
