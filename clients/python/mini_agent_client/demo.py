@@ -18,6 +18,9 @@ from .client import AgentClient, Event
 from .terminal import safe
 
 TASK = "Which Python files are in the workspace, and how many non-empty lines does schema.py have?"
+# The answer to every part of it, `count` the tool's result (the scripts quote it through the placeholder).
+ANSWER = "The workspace has metrics.py, schema.py and tools.py; schema.py has {count} non-empty lines."
+_QUOTED = ANSWER.format(count="{last_observation}")
 
 # Step 2 passes `path` instead of `file_path`: the error observation names the right parameter and
 # step 3 repairs the call. Step 4 quotes the real tool result through the replay placeholder.
@@ -28,8 +31,8 @@ SCRIPT: list[dict[str, Any]] = [
                 'Action: count_file_lines\nAction Input: {"path": "schema.py", "ignore_empty": true}'},
     {"content": 'Thought: The tool says the parameter is called file_path, not path. Calling it again.\n'
                 'Action: count_file_lines\nAction Input: {"file_path": "schema.py", "ignore_empty": true}'},
-    {"content": "Thought: I have the count from the tool.\n"
-                "Final Answer: schema.py has {last_observation} non-empty lines."},
+    {"content": "Thought: I have the list of files and the count from the tools.\n"
+                "Final Answer: " + _QUOTED},
 ]
 # The same four turns as a server with native tool calling plays them (`--tool-mode native`).
 NATIVE_SCRIPT: list[dict[str, Any]] = [
@@ -40,7 +43,7 @@ NATIVE_SCRIPT: list[dict[str, Any]] = [
     {"content": "The tool says the parameter is called file_path, not path. Calling it again.",
      "tool_calls": [{"name": "count_file_lines",
                      "arguments": {"file_path": "schema.py", "ignore_empty": True}}]},
-    {"content": "schema.py has {last_observation} non-empty lines."},
+    {"content": _QUOTED},
 ]
 
 

@@ -8,7 +8,12 @@ At most once per user turn, so a model that meant what it said costs one turn, n
 "Uses a result" is read off the words: a result is used when the answer shares at least one of its
 salient tokens (a number, a name, a path) that neither the task nor the call's own arguments already
 held. A result with no such token (empty, or nothing but what was asked) counts as used; an error
-result counts as used (the model had to work around it, not report it). Pure: no I/O.
+result counts as used (the model had to work around it, not report it). The check asks only when the
+task asks for more than one thing (two questions, or a question joined to another by "and": `parts`)
+and the answer uses some result of the turn while it leaves out another: the mark of half an answer.
+A one-part task answered from the last result is taken (the earlier calls were the way there), and so
+is an answer that uses no result (a judgement the results only informed: "yes", "the tests pass").
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ NOTE = (
 )
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*[A-Za-z0-9_]|[0-9]")
 _TASK_LIMIT = 2000  # characters of the task shown again
+_ASKING = (
+    r"which|what|how|where|when|who|whom|whose|why|is|are|was|were|does|do|did|can|could|list|count|"
+    r"name|give|tell|show|find|say|report"
+)
+# a further part: a second question mark, or ", and" / "; " / " and also" before an asking word
+_FURTHER = re.compile(rf"\?\s*\S|(?:,\s*and|;|\band also)\s+(?:{_ASKING})\b", re.IGNORECASE)
 _COMMON = frozenset(
     {
         "the", "and", "for", "not", "are", "was", "were", "with", "this", "that", "from", "have", "has",
@@ -37,20 +48,30 @@ _COMMON = frozenset(
 
 def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[str]:
     """Names of the tools whose successful results in `turn` the answer does not use, in call order
-    (each name once); empty when the answer uses them all."""
+    (each name once); empty when the answer uses them all, or none of them."""
+    if parts(task) < 2:
+        return []
     said = _tokens(answer)
     asked = _tokens(task)
     missing: list[str] = []
+    used = False
     for record in turn:
         calls = {call.id: call for call in record.tool_calls}
         for obs in record.observations:
             call = calls.get(obs.call_id)
-            if call is None or obs.is_error or call.name in missing:
+            if call is None or obs.is_error:
                 continue
             salient = _tokens(obs.output) - asked - _tokens(call.raw_arguments or str(call.arguments))
-            if salient and not salient & said:
+            if salient and salient & said:
+                used = True
+            elif salient and call.name not in missing:
                 missing.append(call.name)
-    return missing
+    return missing if used else []
+
+
+def parts(task: str) -> int:
+    """How many things the task asks for, as far as its shape shows: 1 plus each further part."""
+    return 1 + len(_FURTHER.findall(task))
 
 
 def checked(turn: Iterable[StepRecord]) -> bool:

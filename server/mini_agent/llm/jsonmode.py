@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
@@ -445,12 +445,22 @@ def _branch(node: dict[str, Any]) -> str:
     ends_here = "" in node
     if not children:
         return _ANY + "+"  # the value itself is excluded: only longer strings remain
-    others = "[^" + '"\\\\' + "".join(_class_char(char) for char in children) + "]" + _ANY + "*"
-    options = [others, *(re.escape(char) + _branch(child) for char, child in children.items())]
+    others = "[^" + '"\\\\' + _class_chars(children) + "]" + _ANY + "*"
+    options = [others, *(_literal(char) + _branch(child) for char, child in children.items())]
     if not ends_here:
         options.insert(0, "")  # a proper prefix of the values is another value
     return "(" + "|".join(options) + ")"
 
 
-def _class_char(char: str) -> str:
-    return "\\" + char if char in "\\]^-" else char
+def _class_chars(chars: Iterable[str]) -> str:
+    """Characters for a class, written with no escape: llama.cpp's compiler passes escapes on to its
+    grammar, which refuses most of them (`\\.`, `\\-`) and then crashes the server. `_PLAIN_VALUE`
+    holds no `]`, `\\` or `^`; a `-` goes last, where it is itself."""
+    ordered = sorted(chars, key=lambda char: char == "-")
+    return "".join(ordered)
+
+
+def _literal(char: str) -> str:
+    """One character as the pattern must say it: letters and digits bare, anything else alone in a
+    class (`[.]`), for the same reason."""
+    return char if char.isalnum() or char == "_" else "[" + char + "]"

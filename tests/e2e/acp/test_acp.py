@@ -16,7 +16,7 @@ from acp import (
     text_block,
 )
 from mini_agent.scripted import ReplayServer
-from mini_agent_client.demo import SCRIPT, TASK
+from mini_agent_client.demo import ANSWER, SCRIPT, TASK
 
 from ...support.acp import acp_agent, calls, said, text, workspace_config
 from ...support.scripted import non_empty_lines
@@ -49,7 +49,7 @@ async def test_seed_scenario_over_acp(workspace: Path) -> None:
     wrong = by_call[1][-1]
     assert "file_path" in wrong["content"][0]["content"]["text"] and wrong["rawOutput"]["isError"]
     assert by_call[2][-1]["rawOutput"]["output"] == str(expected)
-    assert said(updates) == f"schema.py has {expected} non-empty lines."
+    assert said(updates) == ANSWER.format(count=expected)
     assert updates.count({**updates[-1], "sessionUpdate": "usage_update"}) <= 1
     assert [u["sessionUpdate"] for u in updates].count("usage_update") == 4
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from mini_agent.scripted import ReplayServer
-from mini_agent_client.demo import SCRIPT, TASK
+from mini_agent_client.demo import ANSWER, SCRIPT, TASK
 
 from ...support.acp import calls, run_acpx, said, workspace_config
 from ...support.scripted import non_empty_lines
@@ -38,4 +38,4 @@ async def test_acpx_runs_the_seed_scenario(workspace: Path, tmp_path: Path) -> N
     ]
     repair = by_call[1][-1]["content"][0]["content"]["text"]
     assert "unknown argument 'path'" in repair and "file_path" in repair
-    assert said(updates) == f"schema.py has {expected} non-empty lines."
+    assert said(updates) == ANSWER.format(count=expected)

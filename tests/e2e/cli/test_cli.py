@@ -31,7 +31,7 @@ from ...support.cli import CLI, cli_env, run_cli
 from ...support.daemon import EXAMPLE, ROOT, daemon_env
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-ANSWER = re.compile(r"schema\.py has \d+ non-empty lines\.")
+ANSWER = re.compile(r"The workspace has metrics\.py, schema\.py and tools\.py; schema\.py has \d+ non-empty lines\.")
 
 DANGER = '''"""A tool that needs approval."""
 import os
@@ -394,7 +394,7 @@ def test_demo_script_sets_itself_up_from_a_fresh_clone(tmp_path: Path) -> None:
 
     lines = sum(1 for line in (EXAMPLE / "schema.py").read_text().splitlines() if line.strip())
     native = demo("--tool-mode", "native")
-    assert f"answer schema.py has {lines} non-empty lines." in native
+    assert f"schema.py and tools.py; schema.py has {lines} non-empty lines." in native
     assert "Action:" not in native  # the argument reached `mini-agent demo`: no ReAct text
     where = "import mini_agent; print(mini_agent.__file__)"
     python = clone / ".venv" / "bin" / "python"
@@ -403,5 +403,6 @@ def test_demo_script_sets_itself_up_from_a_fresh_clone(tmp_path: Path) -> None:
     assert installed.startswith(str(clone / "server")), installed
     (clone / ".venv" / "kept").touch()
     react = demo()
-    assert "Action: count_file_lines" in react and f"answer schema.py has {lines} non-empty lines." in react
+    answer = f"schema.py and tools.py; schema.py has {lines} non-empty lines."
+    assert "Action: count_file_lines" in react and answer in react
     assert (clone / ".venv" / "kept").exists()

@@ -43,7 +43,7 @@ RUNS_MINI_AGENT = re.compile(r"(?:^|[|;&(]\s*)mini-agent(?=\s|$)")
 # answers with the real tool result; see `answer`).
 EXPECTED = {
     "ask": r"schema\.py has \d+ lines",
-    "demo": r"answer schema\.py has \d+ non-empty lines",
+    "demo": r"answer The workspace has metrics\.py, schema\.py and tools\.py; schema\.py has \d+ non-empty",
     "tools": r'"name": "count_file_lines"',
     "sessions": r"sess_[0-9a-f]+",
     "models": r"(?m)^\* \S+",  # the current model, marked

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from mini_agent.scripted import ReplayServer
+from mini_agent_client.demo import ANSWER, TASK
 from mini_agent_client.demo import SCRIPT as REACT_SCRIPT
-from mini_agent_client.demo import TASK
 
 from ...support.scripted import non_empty_lines
 
@@ -27,7 +27,7 @@ NATIVE_SCRIPT: list[dict[str, Any]] = [
             {"name": "count_file_lines", "arguments": {"file_path": "schema.py", "ignore_empty": True}}
         ]
     },
-    {"content": "schema.py has {last_observation} non-empty lines."},
+    {"content": ANSWER.format(count="{last_observation}")},
 ]
 
 
@@ -71,7 +71,7 @@ async def test_seed_scenario(
         right = steps[2]["observations"][0]
         assert not right["isError"] and right["output"] == str(expected_count)
 
-        assert steps[3]["finalAnswer"] == f"schema.py has {expected_count} non-empty lines."
+        assert steps[3]["finalAnswer"] == ANSWER.format(count=expected_count)
         assert steps[3]["stopReason"] == "end_turn" and steps[3]["status"] == "finished"
         assert [s["stopReason"] for s in steps[:3]] == [None, None, None]
         assert [s["index"] for s in steps] == [0, 1, 2, 3]

@@ -16,7 +16,7 @@ from mini_agent.core.contracts import LLMConfig, Message, Role, ToolMode, ToolSp
 from mini_agent.llm import jsonmode
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.scripted import ReplayServer
-from mini_agent_client.demo import TASK
+from mini_agent_client.demo import ANSWER, TASK
 
 ADD = ToolSpec(
     name="add",
@@ -145,7 +145,7 @@ SEED_TURNS = [
     {"content": turn("First the Python files.", "list_python_files", directory=".")},
     {"content": turn('Now count "schema.py".', "count_file_lines", path="schema.py", ignore_empty=True)},
     {"content": turn("It is file_path.", "count_file_lines", file_path="schema.py", ignore_empty=True)},
-    {"content": turn("That is the count.", answer="schema.py has {last_observation} non-empty lines.")},
+    {"content": turn("That is the count.", answer=ANSWER.format(count="{last_observation}"))},
 ]
 
 
@@ -182,7 +182,7 @@ async def test_seed_scenario_in_json_mode(workspace: Path, daemon_factory: Calla
     assert [s["toolCalls"][0]["name"] for s in steps[:3]] == ["list_python_files", *["count_file_lines"] * 2]
     assert steps[1]["observations"][0]["isError"] and "file_path" in steps[1]["observations"][0]["output"]
     assert steps[2]["observations"][0]["output"] == str(expected_count)
-    assert steps[3]["finalAnswer"] == f"schema.py has {expected_count} non-empty lines."
+    assert steps[3]["finalAnswer"] == ANSWER.format(count=expected_count)
     assert steps[3]["stopReason"] == "end_turn"
     for step in steps:
         assert step["thought"] == thought_chunks(client, session_id, step["index"]) != ""

@@ -44,3 +44,17 @@ def test_a_turn_is_checked_once_and_the_task_is_the_latest_user_words() -> None:
     messages = [Message(Role.SYSTEM, "s"), Message(Role.USER, "first"), Message(Role.USER, "x" * 5000)]
     shown = answercheck.current_task(messages)
     assert shown.startswith("xxx") and len(shown) < 2100
+
+
+def test_a_one_part_task_or_an_answer_that_uses_no_result_is_taken_as_it_is() -> None:
+    one_part = "How many non-empty lines does schema.py have?"
+    assert answercheck.unused_results(TURN, "schema.py has 21 non-empty lines.", one_part) == []
+    assert answercheck.unused_results(TURN, "Yes, it does.", TASK) == []
+
+
+def test_the_parts_of_a_task_are_read_off_its_shape() -> None:
+    assert answercheck.parts(TASK) == 2
+    assert answercheck.parts("How many lines does a.py have? And b.py?") == 2
+    assert answercheck.parts("List the files; count the lines of the largest.") == 2
+    assert answercheck.parts("How many lines do a.py and b.py have together?") == 1
+    assert answercheck.parts("Summarise notes.md.") == 1

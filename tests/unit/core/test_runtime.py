@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from mini_agent.core.contracts import (
@@ -172,44 +172,47 @@ async def test_unknown_session() -> None:
 
 
 class Lookup(Tools):
-    """`echo` that answers with a fact of its own, one the task and the arguments do not hold."""
+    """`echo` that answers with a fact of its own: the capital of the country it is given."""
+
+    CAPITALS: ClassVar[dict[str, str]] = {"France": "Paris", "Spain": "Madrid"}
 
     async def execute(self, call: ToolCall, *, session_id: str) -> Observation:
         self.ran.append(call)
-        return Observation(call.id, call.name, "the capital is Canberra")
+        return Observation(call.id, call.name, f"capital: {self.CAPITALS[call.arguments['text']]}")
+
+
+TWO_PARTS = "What is the capital of France, and what is the capital of Spain?"
+BOTH = action(call("echo", 1, text="France"), call("echo", 2, text="Spain"))
 
 
 @pytest.mark.asyncio
 async def test_an_answer_that_leaves_out_a_result_gets_one_more_turn_with_the_task_shown() -> None:
-    asked = action(call("echo", 1, text="Australia"))
-    model = ScriptedModel(asked, answer("I am done."), answer("Canberra."))
+    model = ScriptedModel(BOTH, answer("Madrid."), answer("Paris and Madrid."))
     runtime, events = build(model, Lookup(ECHO))
-    summary = await runtime.run(runtime.start_session("What is the capital of Australia?").session_id)
-    assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "Canberra."
+    summary = await runtime.run(runtime.start_session(TWO_PARTS).session_id)
+    assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "Paris and Madrid."
     draft = summary.session.steps[1]
-    assert draft.final_answer is None and "I am done." in draft.completion
+    assert draft.final_answer is None and "Madrid." in draft.completion
     note = model.seen[2][-1]
-    assert note.role is Role.TOOL and "What is the capital of Australia?" in note.content
+    assert note.role is Role.TOOL and TWO_PARTS in note.content
     assert "echo returned" in note.content and note.content == draft.observations[0].output
-    assert [e.text for e in events if isinstance(e, AnswerChunk)] == ["Canberra."]
+    assert [e.text for e in events if isinstance(e, AnswerChunk)] == ["Paris and Madrid."]
     assert any(isinstance(e, StatusChanged) and e.message and "finalCheck" in e.message for e in events)
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("final_check", [True, False])
 async def test_the_final_check_is_once_a_turn_and_can_be_switched_off(final_check: bool) -> None:
-    model = ScriptedModel(action(call("echo", 1, text="Australia")), answer("Done."), answer("Still done."))
+    model = ScriptedModel(BOTH, answer("Madrid."), answer("Madrid, I said."))
     runtime, _ = build(model, Lookup(ECHO))
     llm = dataclasses.replace(LLMConfig(), harness=Harness(final_check=final_check))
-    session = runtime.start_session("What is the capital of Australia?", llm=llm)
-    summary = await runtime.run(session.session_id)
+    summary = await runtime.run(runtime.start_session(TWO_PARTS, llm=llm).session_id)
     assert summary.stop_reason is StopReason.END_TURN
-    assert summary.session.final_answer == ("Still done." if final_check else "Done.")
+    assert summary.session.final_answer == ("Madrid, I said." if final_check else "Madrid.")
 
 
 @pytest.mark.asyncio
 async def test_the_final_check_never_spends_the_last_step_of_the_budget() -> None:
-    model = ScriptedModel(action(call("echo", 1, text="Australia")), answer("Done."))
-    runtime, _ = build(model, Lookup(ECHO), max_steps=2)
-    summary = await runtime.run(runtime.start_session("What is the capital of Australia?").session_id)
-    assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "Done."
+    runtime, _ = build(ScriptedModel(BOTH, answer("Madrid.")), Lookup(ECHO), max_steps=2)
+    summary = await runtime.run(runtime.start_session(TWO_PARTS).session_id)
+    assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "Madrid."

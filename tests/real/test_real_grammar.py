@@ -1,0 +1,61 @@
+"""The json mode grammar that leaves out spent calls (`llm.harness.pruneRepeats`), compiled by a real
+llama.cpp: the patterns it writes must be ones llama-cpp-python's compiler turns into a grammar its
+parser takes. A pattern it refuses is worse than none: llama-cpp-python 0.3.36 then samples with a null
+grammar and the whole server dies (SIGSEGV), so this is checked on the real server, not on paper.
+
+Set-up: `scripts/real-model.sh`; without it the test fails rather than skips.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+from mini_agent.core.contracts import LLMConfig, Message, Role, ToolCall, ToolSpec
+from mini_agent.llm import jsonmode
+from mini_agent.llm.client import OpenAICompatibleClient
+
+from ..support.llama import MODEL_ALIAS, REQUEST_TIMEOUT, LlamaServer, start_llama, within
+
+pytestmark = pytest.mark.real_model
+
+OPEN = ToolSpec(
+    "open_file",
+    "Open a file and return its text.",
+    {"type": "object", "properties": {"path": {"type": "string", "default": "."}}},
+)
+NOW = ToolSpec("now", "The time.", {"type": "object", "properties": {}})
+# every character a pruned value may hold, the ones a regex escapes included
+SPENT = [".", "a b.txt", "x-y@z:1+2", "dir/sub_1", "-", "src"]
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    server = start_llama(tmp_path_factory.mktemp("llama-grammar"), interrupt_requests=False)
+    yield server
+    server.stop()
+
+
+@pytest.mark.asyncio
+async def test_the_grammar_without_spent_calls_compiles_on_llama_cpp_and_holds(llama: LlamaServer) -> None:
+    calls = [ToolCall(f"c{n}", "open_file", {"path": path}) for n, path in enumerate(SPENT)]
+    history = [
+        Message(Role.SYSTEM, "You open files."),
+        Message(Role.USER, "Open the file a b.txt again, then tell me the time."),
+        Message(Role.ASSISTANT, "opening", tool_calls=(*calls, ToolCall("t", "now", {}))),
+        *(Message(Role.TOOL, "text", tool_call_id=call.id) for call in [*calls, ToolCall("t", "now", {})]),
+    ]
+    offered = jsonmode.unspent([OPEN, NOW], history)
+    assert [tool.name for tool in offered] == ["open_file"] and "pattern" in str(offered[0].input_schema)
+    config = LLMConfig(base_url=llama.base_url, model=MODEL_ALIAS, tool_mode="json", max_tokens=48,
+                       timeout_sec=REQUEST_TIMEOUT)
+    async with OpenAICompatibleClient() as client:
+        for seed in range(3):
+            reply = await within(client.generate(history, [OPEN, NOW], dataclasses.replace(config, seed=seed)))
+            assert reply.format_error is None or "cut off" in reply.format_error, reply.content
+            for call in reply.tool_calls:
+                assert call.name == "open_file" and call.arguments.get("path") not in SPENT, reply.content
+    log = llama.log.read_text(errors="replace")
+    assert "failed to parse grammar" not in log and "error parsing grammar" not in log
+    assert llama.process.poll() is None, llama.log_tail()
