@@ -52,7 +52,8 @@ async def test_the_grammar_without_spent_calls_compiles_on_llama_cpp_and_holds(l
                        timeout_sec=REQUEST_TIMEOUT)
     async with OpenAICompatibleClient() as client:
         for seed in range(3):
-            reply = await within(client.generate(history, [OPEN, NOW], dataclasses.replace(config, seed=seed)))
+            seeded = dataclasses.replace(config, seed=seed)
+            reply = await within(client.generate(history, [OPEN, NOW], seeded))
             assert reply.format_error is None or "cut off" in reply.format_error, reply.content
             for call in reply.tool_calls:
                 assert call.name == "open_file" and call.arguments.get("path") not in SPENT, reply.content

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from mini_agent.scripted import ReplayServer
 from mini_agent_client import AgentClient
+from mini_agent_client.demo import ANSWER as SEED_ANSWER
 from mini_agent_client.demo import SCRIPT as SEED_SCRIPT
 from mini_agent_client.demo import TASK as SEED_TASK
 
@@ -31,7 +32,7 @@ from ...support.cli import CLI, cli_env, run_cli
 from ...support.daemon import EXAMPLE, ROOT, daemon_env
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-ANSWER = re.compile(r"The workspace has metrics\.py, schema\.py and tools\.py; schema\.py has \d+ non-empty lines\.")
+ANSWER = re.compile(re.escape(SEED_ANSWER).replace(r"\{count\}", r"\d+"))
 
 DANGER = '''"""A tool that needs approval."""
 import os
