@@ -55,6 +55,7 @@ from mini_agent.app import config as workspace_config
 from mini_agent.core.contracts import StopReason
 from mini_agent.core.errors import AgentError, UnknownSession
 from mini_agent.core.session import PermissionMode, new_session_id
+from mini_agent.plumbing.jsonrpc import JsonRpcError, error_data
 from mini_agent.tools.mcp.config import McpServer, parse_servers
 
 if TYPE_CHECKING:
@@ -323,9 +324,10 @@ class MiniAgent:
             summary = await chat.workspace.runtime.run(session_id)
         reason = summary.stop_reason
         if reason is StopReason.ERROR:
-            raise RequestError(
-                -32603, summary.last.error or "the model server failed", {"reason": "model_failed"}
+            failed = JsonRpcError.internal_error(
+                summary.last.error or "the model server failed", error_data("model_failed")
             )
+            raise RequestError(failed.code, failed.message, failed.data)
         note = STOP_NOTES.get(reason) if reason is not None else None
         if note is not None:
             text = note.format(max_steps=summary.session.config.max_steps)
