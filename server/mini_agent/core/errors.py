@@ -26,7 +26,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-INVALID_PARAMS = -32602
+from mini_agent.plumbing import jsonrpc
+from mini_agent.plumbing.jsonrpc import INVALID_PARAMS
+
 SESSION_BUSY = -32001  # a valid request the session cannot take now
 STORE_FAILED = -32003  # the session store failed (corrupt, locked); the message names the file
 
@@ -41,10 +43,9 @@ class AgentError(Exception):
 
 
 def error_data(exc: AgentError) -> dict[str, Any]:
-    """The `data` of a JSON-RPC error on either door: `reason`, then the details in camelCase."""
-    from pydantic.alias_generators import to_camel
-
-    return {"reason": exc.reason, **{to_camel(key): value for key, value in exc.details.items()}}
+    """The `data` of a JSON-RPC error on every door: `reason`, then the details in camelCase
+    (`plumbing.jsonrpc.error_data`)."""
+    return jsonrpc.error_data(exc.reason, exc.details)
 
 
 class UnknownSession(AgentError, LookupError):
