@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -122,7 +122,7 @@ class Workspace:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
         self.tracing = _tracing(options, lambda sid: self.runtime.get(sid))
         self._first_turn: dict[str, list[McpServer]] = {}  # sessions whose first turn takes late MCP tools
-        self.runtime: AgentRuntime = GatedRuntime(
+        self.runtime = GatedRuntime(
             self.llm,
             self.tracing.tools(self.registry) if self.tracing is not None else self.registry,
             defaults=defaults,
@@ -359,13 +359,8 @@ class Workspace:
                 "(firstTurnTimeoutSec): the turn goes on without its tools",
             )
         joining = self._first_turn.pop(session_id, None)
-        session = self.runtime.get(session_id)
-        if joining is None or session.steps:
-            return
-        have = {spec.name for spec in session.tools}
-        tools = [spec for spec in self.mcp.tools_of(joining) if spec.name not in have]
-        if tools:
-            session.tools = [*session.tools, *tools]
+        if joining is not None:
+            self.runtime.join_tools(session_id, self.mcp.tools_of(joining))
 
     def check_mode(self, mode: PermissionMode | None) -> None:
         """`ask_never` is for a trusted folder only: a cloned repository must not run tools unasked."""
@@ -554,6 +549,19 @@ class GatedRuntime(AgentRuntime):
     ) -> StepRecord:
         async with self._gated(session_id, flight) as flight:
             return await super().step(session_id, wait_for_approval=wait_for_approval, flight=flight)
+
+    def join_tools(self, session_id: str, specs: Sequence[ToolSpec]) -> None:
+        """Add to a session that has had no model turn yet the tools of `specs` it lacks, and save it
+        (the store would otherwise hand back the copy it holds). A session past its first model turn
+        keeps its tool set: the prompt must not change under it."""
+        session = self.get(session_id)
+        have = {spec.name for spec in session.tools}
+        joining = [spec for spec in specs if spec.name not in have]
+        if session.steps or not joining:
+            return
+        session.tools = [*session.tools, *joining]
+        session.touch()
+        self._book.checkpoints.now(session)  # the core has no public way to add a session's tools yet
 
     @contextlib.asynccontextmanager
     async def _gated(self, session_id: str, flight: Flight | None) -> AsyncIterator[Flight | None]:

@@ -87,7 +87,7 @@ async def test_a_slow_server_ready_within_the_bound_has_its_tools_in_the_first_t
     go = tmp_path / "go"
     server = hostile("gated", str(go), firstTurnTimeoutSec=GENEROUS)
     async with ReplayServer([FINAL]) as model:
-        client = await daemon_factory({**NO_STORE, "llm": {"baseUrl": model.base_url}})
+        client = await daemon_factory({"llm": {"baseUrl": model.base_url}})  # stored: the joined tools too
         async with asyncio.timeout(GENEROUS):
             answer = await client.request("agent/startSession", {"task": "t", "mcpServers": [server]})
         session_id = answer["sessionId"]
