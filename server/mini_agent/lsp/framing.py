@@ -4,7 +4,9 @@ pygls' own reader trusts its input: a header it cannot read makes it wait foreve
 never starts, a huge `Content-Length` is allocated at once (`OverflowError`/`MemoryError` kill the
 daemon), and deep nesting raises a `RecursionError` nobody answers. This reader answers each of
 those with a JSON-RPC error (id null), skips what it cannot use without buffering it, and resumes
-at the next frame. Everything after decoding (`structure_message`, `handle_message`) is pygls'.
+at the next frame. Each body is read with `plumbing.jsonrpc.read`, the edge all three doors share
+(its envelope rules, its depth rule, its messages), and a refusal is answered as the pygls error
+class of its code. Everything after that (`structure_message`, `handle_message`) is pygls'.
 Writing, and the order frames reach the client in, is `plumbing.pipes`' (its docstring).
 """
 
@@ -22,10 +24,12 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from typing import Any, Protocol
 
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from lsprotocol.types import ResponseError
+from pygls.exceptions import JsonRpcException
 
 from mini_agent.lsp.readahead import READ_CHUNK, InBuffer
-from mini_agent.plumbing import jsoncodec
+from mini_agent.plumbing import jsonrpc
+from mini_agent.plumbing.jsonrpc import JsonRpcError
 
 log = logging.getLogger(__name__)
 
@@ -171,21 +175,16 @@ async def _deliver(body: bytes, endpoint: Endpoint, report: ErrorReporter) -> No
 
 
 def _decode_and_handle(body: bytes, endpoint: Endpoint, report: ErrorReporter) -> None:
-    """Undecodable bytes get -32700 with id null. Only the message itself is structured: pygls' own
-    way (a json `object_hook`) takes every object inside params that holds a "jsonrpc" key for a
-    message too, and leaves a request carrying one unanswered."""
+    """A body the shared edge refuses is answered (with its id where it has one). Only the message
+    itself is structured: pygls' own way (a json `object_hook`) takes every object inside params
+    that holds a "jsonrpc" key for a message too, and leaves a request carrying one unanswered."""
     try:
-        message = jsoncodec.loads(body)
-        if isinstance(message, dict):
-            message = endpoint.structure_message(message)
+        message = endpoint.structure_message(jsonrpc.read(body))
+    except JsonRpcError as refusal:
+        endpoint.answer_error(refusal.msg_id, pygls_error(refusal))
+        return
     except JsonRpcException as exc:
         report(exc, JsonRpcException)
-        return
-    except RecursionError:
-        endpoint.answer_error(None, JsonRpcParseError("Parse error: the JSON is nested too deeply"))
-        return
-    except ValueError as exc:
-        endpoint.answer_error(None, JsonRpcParseError(f"Parse error: {exc}"))
         return
     try:
         endpoint.handle_message(message)
@@ -194,11 +193,18 @@ def _decode_and_handle(body: bytes, endpoint: Endpoint, report: ErrorReporter) -
         report(exc, JsonRpcException)
 
 
-def _too_big(size: int | str, limit: int) -> JsonRpcException:
-    return JsonRpcInvalidRequest(
-        f"Invalid Request: the message is {size} bytes; the daemon takes at most {limit} "
-        f"(set {MAX_FRAME_ENV} to change it)"
+def pygls_error(error: JsonRpcError) -> JsonRpcException:
+    """`error` as the pygls exception class of its code (`JsonRpcInvalidRequest`, …)."""
+    exc: JsonRpcException = JsonRpcException.from_error(
+        ResponseError(code=error.code, message=error.message, data=error.data)
     )
+    return exc
+
+
+def _too_big(size: int | str, limit: int) -> JsonRpcException:
+    detail = f"the message is {size} bytes; the daemon takes at most {limit}"
+    detail += f" (set {MAX_FRAME_ENV} to change it)"
+    return pygls_error(JsonRpcError.invalid_request(detail))
 
 
 class _Header:
@@ -275,7 +281,8 @@ async def read_frames(
         if header.problem is None and header.length is None:
             header.problem = "the Content-Length header is missing"
         if header.problem is not None:
-            endpoint.answer_error(None, JsonRpcParseError(f"Parse error: bad frame header: {header.problem}"))
+            bad_header = JsonRpcError.parse_error(f"bad frame header: {header.problem}")
+            endpoint.answer_error(None, pygls_error(bad_header))
             pending = await _resync(source)
             if pending is None:
                 return

@@ -16,23 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import (
-    JsonRpcException,
-    JsonRpcInvalidParams,
-    JsonRpcInvalidRequest,
-    JsonRpcParseError,
-    JsonRpcServerNotInitialized,
-)
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServerNotInitialized
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 from pygls.uris import to_fs_path
 
 from mini_agent import __version__
-from mini_agent.lsp import pygls_compat, session_config, slash, trusting
+from mini_agent.lsp import framing, pygls_compat, session_config, slash, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
 from mini_agent.lsp.outgoing import Outgoing
 from mini_agent.lsp.progress import cancellable, progress, server_token
 from mini_agent.plumbing import jsoncodec
+from mini_agent.plumbing.jsonrpc import JsonRpcError
 from mini_agent.plumbing.pipes import SafeWriter
 
 if TYPE_CHECKING:
@@ -81,10 +76,6 @@ class AgentProtocol(pygls_compat.CompatProtocol):
         if isinstance(message, _Rejected):
             self.answer_error(message.id, message.error)
             return
-        if not hasattr(message, "jsonrpc"):
-            msg_id = message.get("id") if isinstance(message, dict) else None
-            self.answer_error(msg_id, JsonRpcInvalidRequest("Invalid Request: not a JSON-RPC 2.0 message"))
-            return
         method = getattr(message, "method", None)
         is_request = isinstance(message, JsonRPCRequestMessage) or (
             method is not None and getattr(message, "id", None) is not None
@@ -97,9 +88,7 @@ class AgentProtocol(pygls_compat.CompatProtocol):
     def answer_error(self, msg_id: Any, error: JsonRpcException) -> None:
         """Answer with an error; `msg_id` may be None (JSON-RPC's id null, for unreadable messages)."""
         if msg_id is None:  # pygls' converter would drop the null id the spec requires
-            pygls_compat.send_raw(
-                self, {"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}}
-            )
+            pygls_compat.send_raw(self, JsonRpcError(error.code, error.message, error.data).response())
         else:
             pygls_compat.send_error(self, msg_id, error)
 
@@ -183,7 +172,7 @@ class AgentServer(LanguageServer):
         """A frame that is not JSON gets the JSON-RPC parse error (id null); the connection lives on."""
         if isinstance(error, ValueError) and not isinstance(error, JsonRpcException):
             assert isinstance(self.protocol, AgentProtocol)
-            self.protocol.answer_error(None, JsonRpcParseError(f"Parse error: {error}"))
+            self.protocol.answer_error(None, framing.pygls_error(JsonRpcError.parse_error(str(error))))
             return
         log.error("server error: %s", error)
 
@@ -469,7 +458,6 @@ def serve(
     `read_ahead` holds what boot.py read of stdin (the fd) already, its first message included;
     `answered` is the response boot.py sent to an initialize there: pygls' own answer to it is checked
     against it and not sent (`pygls_compat.CompatProtocol`)."""
-    from mini_agent.lsp import framing
     from mini_agent.plumbing import eventloop
     from mini_agent.plumbing.redact import install
 

@@ -13,8 +13,10 @@ The envelope rules (JSON-RPC 2.0, with the id narrowed as LSP and MCP narrow it)
 - `method`, where present, is a string; a message without one is a response: it has an id and
   either a `result` or an `error`;
 - `params` is absent, null (taken as absent: clients send it for `shutdown`), an object, or an
-  array; anything else is -32600. Every method of all three doors takes its params by name, so the
-  doors read with `by_position=False`: an array there is -32602.
+  array where the door takes params by position. Every method of all three doors takes its params
+  by name, so the doors read with `by_position=False`: an array there, or a scalar anywhere, is
+  -32602 (`Invalid params: params must be an object, not an array`), the code LSP and MCP clients
+  get for params of the wrong type; the id is the request's.
 
 The depth rule: a message nested deeper than `MAX_DEPTH` levels (the envelope's own object is the
 first) is refused before it is parsed, on every door, because some JSON reader on the way (the MCP
@@ -202,9 +204,8 @@ def _envelope_problem(message: Any, by_position: bool) -> JsonRpcError | None:
     params = message.get("params")
     if params is None or isinstance(params, dict) or (by_position and isinstance(params, list)):
         return None
-    if isinstance(params, list):
-        return JsonRpcError.invalid_params("params must be an object, not an array")
-    return JsonRpcError.invalid_request(f"params must be an object or an array, not {_kind(params)}")
+    wanted = "an object or an array" if by_position else "an object"
+    return JsonRpcError.invalid_params(f"params must be {wanted}, not {_kind(params)}")
 
 
 def _kind(value: Any) -> str:

@@ -33,9 +33,11 @@ def agent(workspace: Path) -> Iterator[RawLines]:
     assert raw.close() == 0
 
 
-def test_a_line_nested_too_deeply_is_a_parse_error_and_the_agent_stays_up(agent: RawLines) -> None:
+def test_a_line_nested_too_deeply_is_an_invalid_request_and_the_agent_stays_up(agent: RawLines) -> None:
+    """The depth rule of `plumbing.jsonrpc`, the same on all three doors (was -32700 here)."""
     deep = agent.answer(b"[" * 5000 + b"]" * 5000)
-    assert deep["id"] is None and deep["error"]["code"] == -32700, deep
+    assert deep["id"] is None and deep["error"]["code"] == -32600, deep
+    assert "nested deeper than 200 levels" in deep["error"]["message"]
     assert "result" in agent.request("initialize", {"protocolVersion": 1})
 
 

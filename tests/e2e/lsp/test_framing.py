@@ -99,13 +99,16 @@ def test_an_absurd_content_length_does_not_kill_the_daemon(daemons: list[RawDaem
     assert raw.process.wait(timeout=20) == 0
 
 
-def test_deeply_nested_json_is_a_parse_error_with_id_null(daemons: list[RawDaemon], workspace: Path) -> None:
+def test_deeply_nested_json_is_an_invalid_request_with_id_null(
+    daemons: list[RawDaemon], workspace: Path
+) -> None:
+    """The depth rule of `plumbing.jsonrpc`, the same on all three doors (was -32700 here)."""
     raw = start(daemons, workspace)
     raw.initialize()
     raw.send_bytes(b"[" * 200_000 + b"]" * 200_000)
     answer = raw.answer_to(None)
-    assert answer["id"] is None and error_of(answer)["code"] == -32700
-    assert "nested" in error_of(answer)["message"]
+    assert answer["id"] is None and error_of(answer)["code"] == -32600
+    assert "nested deeper than 200 levels" in error_of(answer)["message"]
     assert raw.request("agent/listTools", {})["result"] == {"tools": []}
     assert raw.close() == 0
 

@@ -51,8 +51,19 @@ def test_messages_that_follow_the_rules_pass(message: dict[str, Any]) -> None:
         ({"jsonrpc": "2.0"}, -32600, None, "neither a request, a notification nor a response"),
         ({"jsonrpc": "2.0", "id": 4}, -32600, 4, "a response has either a result or an error"),
         ({"jsonrpc": "2.0", "id": 4, "result": 1, "error": {}}, -32600, 4, "either a result or an error"),
-        ({"jsonrpc": "2.0", "id": 5, "method": "m", "params": 3}, -32600, 5, "not a number"),
-        ({"jsonrpc": "2.0", "id": 5, "method": "m", "params": "p"}, -32600, 5, "not a string"),
+        (
+            {"jsonrpc": "2.0", "id": 5, "method": "m", "params": 3},
+            -32602,
+            5,
+            "must be an object, not a number",
+        ),
+        (
+            {"jsonrpc": "2.0", "id": 5, "method": "m", "params": "p"},
+            -32602,
+            5,
+            "must be an object, not a string",
+        ),
+        ({"jsonrpc": "2.0", "id": 5, "method": "m", "params": False}, -32602, 5, "not a boolean"),
         (
             {"jsonrpc": "2.0", "id": 6, "method": "m", "params": [1]},
             -32602,
@@ -76,6 +87,8 @@ def test_params_by_position_pass_only_where_a_door_takes_them() -> None:
     message = {"jsonrpc": "2.0", "id": 1, "method": "m", "params": [1, 2]}
     assert jsonrpc.check(message, by_position=True) is None
     assert refusal(message).code == jsonrpc.INVALID_PARAMS
+    scalar = refusal({**message, "params": 1}, by_position=True)
+    assert scalar.message == "Invalid params: params must be an object or an array, not a number"
 
 
 def test_read_returns_the_message_or_raises_the_refusal() -> None:

@@ -5,9 +5,11 @@
 lines: found in linear time (the SDK joins each chunk to the partial line before it, which is
 quadratic in the length of a message spread over many chunks), each at most `MAX_MESSAGE_BYTES` (a
 longer one ends the connection, naming the size). Its `_parse_line` is wrapped so a message nested
-too deeply for the SDK's JSON parser is read with Python's instead, and a listed tool whose input
-schema is nested deeper than `MAX_SCHEMA_DEPTH` is marked (`OMITTED`) for the source to leave out,
-rather than the whole answer being dropped. `tests/integration/tools/test_mcp_hostile.py` checks
+too deeply for the SDK's JSON parser (past `plumbing.jsonrpc.MAX_DEPTH`, the depth rule the doors
+refuse by, which is within what that parser reads) is read with Python's instead, and a listed tool
+whose input schema is nested deeper than `MAX_SCHEMA_DEPTH` is marked (`OMITTED`) for the source to
+leave out, rather than the whole answer being dropped: a server's answer is read leniently where a
+client's request at a door is refused. `tests/integration/tools/test_mcp_hostile.py` checks
 both hooks are still there.
 """
 
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from anyio import ClosedResourceError
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from mini_agent.plumbing import jsonrpc
 from mini_agent.tools.mcp.convert import MAX_SCHEMA_DEPTH, OMITTED, depth_over
 
 if TYPE_CHECKING:
@@ -62,7 +65,7 @@ def install() -> None:
 
     def parse_deep(line: str) -> SessionMessage | Exception:
         parsed = parse(line)
-        if isinstance(parsed, Exception) and "recursion limit exceeded" in str(parsed):
+        if isinstance(parsed, Exception) and jsonrpc.too_deep(line):
             return _parse_deep(line, parsed)
         return parsed
 
