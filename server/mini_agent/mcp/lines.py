@@ -22,7 +22,6 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
-from pydantic_core import from_json
 
 from mini_agent.plumbing import jsonrpc
 from mini_agent.plumbing.jsonrpc import INVALID_PARAMS as INVALID_PARAMS  # mcp/server.py's, for now
@@ -71,7 +70,7 @@ class CheckedLines:
 def check(line: str) -> types.JSONRPCError | None:
     """The error that answers `line`, or None when the SDK's reader takes it."""
     try:
-        message = jsonrpc.read(line, loads=from_json)  # the SDK's own JSON reader
+        message = jsonrpc.read(line, fallback=None)  # pydantic-core alone, as the SDK reads
     except JsonRpcError as refusal:
         return _error(refusal)
     try:

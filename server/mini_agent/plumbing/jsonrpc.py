@@ -19,11 +19,14 @@ The envelope rules (JSON-RPC 2.0, with the id narrowed as LSP and MCP narrow it)
   get for params of the wrong type; the id is the request's.
 
 The depth rule: a message nested deeper than `MAX_DEPTH` levels (the envelope's own object is the
-first) is refused before it is parsed, on every door, because some JSON reader on the way (the MCP
-SDK's, pydantic-core's, at 201) would refuse it or recurse into a `RecursionError`. Its id and the
-field that goes deep are read from a copy cut at `KEPT_LEVELS`: inside a request's params it is
--32602 naming the field (`Invalid params: params.arguments.x[0]… is nested deeper than 200 levels`),
-elsewhere -32600; the answer carries the message's id when it has one the client waits on.
+first) is refused, on every door. `MAX_DEPTH` is the limit of pydantic-core's JSON reader (the MCP
+SDK's, and the daemon's `jsoncodec`), which every message is read with first: what it reads is
+within the rule, at no extra cost (it leaves an empty innermost container uncounted). Only text it
+refuses is measured (`too_deep`), never parsed when too deep (the json module would recurse into a
+`RecursionError`). Its id and the field that goes deep are read from a copy cut at `KEPT_LEVELS`:
+inside a request's params it is -32602 naming the field (`Invalid params: params.arguments.x[0]… is
+nested deeper than 200 levels`), elsewhere -32600; the answer carries the message's id when it has
+one the client waits on.
 
 Every refusal (`JsonRpcError`, one named constructor per code) is answered with the message's id
 where it has a usable one (`usable_id`), else null, and the connection lives on. The message is
@@ -39,7 +42,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mini_agent.plumbing import jsoncodec
+from pydantic_core import from_json
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -47,10 +50,11 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-MAX_DEPTH = 200  # levels of nesting a message may have on any door (pydantic-core's reader takes 201)
+MAX_DEPTH = 200  # levels of nesting a message may have on any door: what pydantic-core's reader takes
 KEPT_LEVELS = 8  # of a message nested too deeply, the levels read to find its id and the deep field
 
 MessageId = str | int
+Reader = Callable[[str | bytes], Any]
 _DEEP = "\x00nested too deeply"  # what stands for a cut-off container that goes past MAX_DEPTH
 # A JSON string (escapes included) or a bracket: what a depth count of a JSON text has to look at.
 _TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')
@@ -127,11 +131,11 @@ def usable_id(message: Any) -> MessageId | None:
 
 
 def read(
-    data: str | bytes, *, by_position: bool = False, loads: Callable[[str | bytes], Any] = jsoncodec.loads
+    data: str | bytes, *, by_position: bool = False, fallback: Reader | None = json.loads
 ) -> dict[str, Any]:
     """`data` as a JSON-RPC message that follows the rules above; `JsonRpcError` (with the id to
     answer) when it does not."""
-    message = decode(data, loads=loads)
+    message = decode(data, fallback=fallback)
     problem = check(message, by_position=by_position)
     if problem is not None:
         raise problem
@@ -139,16 +143,24 @@ def read(
     return message
 
 
-def decode(data: str | bytes, *, loads: Callable[[str | bytes], Any] = jsoncodec.loads) -> Any:
-    """The JSON value `data` holds, after the depth rule; `JsonRpcError` for a value nested deeper
-    than `MAX_DEPTH` (-32600 or -32602, with the message's id) or for text that is not JSON (-32700).
-    `loads` is the door's reader, which must take `MAX_DEPTH` levels."""
+def decode(data: str | bytes, *, fallback: Reader | None = json.loads) -> Any:
+    """The JSON value `data` holds, read by pydantic-core, within the depth rule; `JsonRpcError` for
+    a value nested deeper than `MAX_DEPTH` (-32600 or -32602, with the message's id) or for text that
+    is not JSON (-32700). `fallback` reads what pydantic-core refuses that is not too deep (the json
+    module reads lone-surrogate escapes, "\\udc80"); None where the door's SDK reads with
+    pydantic-core alone, so that what it would drop is answered here."""
+    try:
+        return from_json(data)
+    except ValueError as exc:
+        refused = exc
     if too_deep(data):
         raise _too_deep(data.decode("utf-8", "replace") if isinstance(data, bytes) else data)
-    try:
-        return loads(data)
-    except ValueError as exc:
-        raise JsonRpcError.parse_error(f"the message is not JSON ({exc})") from None
+    if fallback is not None:
+        try:
+            return fallback(data)
+        except (ValueError, RecursionError) as exc:
+            refused = ValueError(str(exc))
+    raise JsonRpcError.parse_error(f"the message is not JSON ({refused})")
 
 
 def check(message: Any, *, by_position: bool = False) -> JsonRpcError | None:

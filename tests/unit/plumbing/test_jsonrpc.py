@@ -112,15 +112,27 @@ def test_text_that_is_not_json_is_a_parse_error_with_id_null() -> None:
     assert raised.value.message.startswith("Parse error: the message is not JSON (")
 
 
-def test_decode_uses_the_doors_reader() -> None:
+def test_decode_falls_back_where_the_door_does() -> None:
     surrogate = b'{"jsonrpc": "2.0", "method": "m", "params": {"s": "\\udc80"}}'
-    assert jsonrpc.decode(surrogate)["params"]["s"] == "\udc80"  # jsoncodec falls back to json
-    with pytest.raises(JsonRpcError):
-        jsonrpc.decode(surrogate, loads=from_json)
+    assert jsonrpc.decode(surrogate)["params"]["s"] == "\udc80"  # the json module reads it
+    with pytest.raises(JsonRpcError) as raised:
+        jsonrpc.decode(surrogate, fallback=None)  # the MCP SDK's reader would drop it
+    assert raised.value.code == -32700
 
 
 def nest(levels: int, inner: str = "1") -> str:
     return "[" * levels + inner + "]" * levels
+
+
+@pytest.mark.parametrize("inner", ["1", '"s"', "{}", "null"])
+def test_max_depth_is_what_pydantic_cores_reader_takes(inner: str) -> None:
+    """`decode` relies on it: what that reader takes is within the rule, unmeasured."""
+    assert from_json(nest(jsonrpc.MAX_DEPTH, inner)) is not None
+    with pytest.raises(ValueError, match="recursion limit"):
+        from_json(nest(jsonrpc.MAX_DEPTH + 1, inner))
+    objects = '{"a": ' * (jsonrpc.MAX_DEPTH + 1) + inner + "}" * (jsonrpc.MAX_DEPTH + 1)
+    with pytest.raises(ValueError, match="recursion limit"):
+        from_json(objects)
 
 
 def test_the_depth_rule_counts_levels_and_ignores_brackets_in_strings() -> None:
