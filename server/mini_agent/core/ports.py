@@ -31,7 +31,11 @@ class LLMClient(Protocol):
         on_text: TextSink | None = None,
         *,
         on_retry: NoticeSink | None = None,
-    ) -> LLMResponse: ...
+        turn_mode: str | None = None,
+    ) -> LLMResponse:
+        """One model turn. `turn_mode` is the tool mode the turn's previous reply came in (None on a
+        turn's first request): a model adapter that picks modes itself keeps a turn in one form."""
+        ...
 
 
 class WindowProbe(Protocol):

@@ -138,10 +138,16 @@ class Stepper:
             self._emit(StatusChanged(sid, index, session.status, message=message))
 
         llm_config = replace(session.config.llm, api_key=self._api_key(session))
+        turn_mode = session.steps[-1].tool_mode or None if len(session.steps) > session.turn_start else None
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
             reply = self._llm.generate(
-                request.messages, request.tools, request.config, on_text, on_retry=on_retry
+                request.messages,
+                request.tools,
+                request.config,
+                on_text,
+                on_retry=on_retry,
+                turn_mode=turn_mode,
             )
             try:
                 response = await flight.race(reply)

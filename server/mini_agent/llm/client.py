@@ -122,6 +122,7 @@ class OpenAICompatibleClient:
         on_text: TextSink | None = None,
         *,
         on_retry: NoticeSink | None = None,
+        turn_mode: str | None = None,
     ) -> LLMResponse:
         announced = (config.base_url, config.model, config.tool_mode)
         if announced not in self._announced:
@@ -129,7 +130,7 @@ class OpenAICompatibleClient:
             log.info("model requests go to %s (model %s, tool mode %s)", *announced)
         token = ON_RETRY.set(on_retry)
         try:
-            return await self._generate(messages, tools, config, on_text)
+            return await self._generate(messages, tools, config, on_text, turn_mode)
         finally:
             ON_RETRY.reset(token)
 
@@ -139,11 +140,14 @@ class OpenAICompatibleClient:
         tools: Sequence[ToolSpec],
         config: LLMConfig,
         on_text: TextSink | None,
+        turn_mode: str | None = None,
     ) -> LLMResponse:
         if config.tool_mode != "auto":
             return await self._in_mode(config.tool_mode, messages, tools, config, on_text, fallback=False)
         key = (config.base_url, config.model)
         learned = self._auto_mode.get(key, _AUTO_ORDER[0])
+        if turn_mode in _AUTO_ORDER:  # a turn goes on in the form it began in; a new one takes the learned
+            learned = turn_mode
         for mode in _AUTO_ORDER[_AUTO_ORDER.index(learned) :]:
             try:
                 response = await self._in_mode(mode, messages, tools, config, on_text, fallback=True)

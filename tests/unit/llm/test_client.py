@@ -263,6 +263,21 @@ async def test_a_call_written_as_text_is_run_and_auto_settles_on_json_for_that_s
 
 
 @pytest.mark.asyncio
+async def test_auto_keeps_a_turn_in_the_mode_it_began_in_and_starts_the_next_in_the_learned_one() -> None:
+    written = '<tool_call>{"name": "add", "arguments": {"a": 2}}</tool_call>'
+    transport = FakeTransport.replying(
+        sse(written), sse("It is 5."), sse('{"thought": "t", "action": {"final_answer": "5"}}')
+    )
+    llm = client(transport)
+    await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
+    same_turn = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"), turn_mode="native")
+    next_turn = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
+    assert same_turn.tool_mode == "native" and same_turn.final_answer == "It is 5."
+    assert next_turn.tool_mode == "json" and next_turn.final_answer == "5"
+    assert ["tools" in body for body in sent(transport)] == [True, True, False]
+
+
+@pytest.mark.asyncio
 async def test_with_text_calls_off_a_written_call_stays_the_answer() -> None:
     written = '{"name": "add", "arguments": {"a": 2}}'
     transport = FakeTransport.replying(sse(written))
