@@ -160,6 +160,20 @@ class AgentRuntime:
         """The session's latest state: re-read from the store when another daemon wrote it since."""
         return self._book.get(session_id)
 
+    def add_tools(self, session_id: str, specs: Sequence[ToolSpec]) -> list[ToolSpec]:
+        """Give a session that has had no model turn yet the tools of `specs` it lacks (by name), and
+        save it; returns those added. From its first model turn on a session's tool set is fixed (the
+        prompt must not change under it): a session past it gets none."""
+        session = self.get(session_id)
+        have = {spec.name for spec in session.tools}
+        adding = [spec for spec in specs if spec.name not in have]
+        if session.steps or not adding:
+            return []
+        session.tools = [*session.tools, *adding]
+        session.touch()
+        self._book.checkpoints.now(session)
+        return adding
+
     def resume(self, session_id: str, *, llm: LLMConfig | None = None) -> AgentSession:
         """Take a stored session up here (e.g. after a crash), optionally with new model settings;
         stepping stays agent/step or agent/run."""

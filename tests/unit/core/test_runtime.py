@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -15,12 +16,15 @@ from mini_agent.core.contracts import (
     Harness,
     LLMConfig,
     LLMError,
+    LLMResponse,
+    Message,
     Observation,
     Role,
     SessionStatus,
     StopReason,
     TokenUsage,
     ToolCall,
+    ToolSpec,
 )
 from mini_agent.core.errors import SessionBusy, SessionFinished, UnknownSession
 from mini_agent.core.events import AgentEvent, AnswerChunk, StatusChanged, ToolCallFinished, ToolCallPending
@@ -28,7 +32,7 @@ from mini_agent.core.runtime import AgentRuntime
 from mini_agent.core.session import AgentConfig, Decision
 from mini_agent.llm.formats import reply_format
 
-from ...support.fakes import ECHO, RISKY, Approver, ScriptedModel, Tools, action, answer, call
+from ...support.fakes import ECHO, RISKY, Approver, MemoryStore, ScriptedModel, Tools, action, answer, call
 
 
 def build(model: ScriptedModel, tools: Tools, **config: Any) -> tuple[AgentRuntime, list[AgentEvent]]:
@@ -216,3 +220,48 @@ async def test_the_final_check_never_spends_the_last_step_of_the_budget() -> Non
     runtime, _ = build(ScriptedModel(BOTH, answer("Madrid.")), Lookup(ECHO), max_steps=2)
     summary = await runtime.run(runtime.start_session(TWO_PARTS).session_id)
     assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "Madrid."
+
+
+# --- tools added before the first model turn (an MCP server that came up late) -----------------------
+
+
+class ToolsSeen(ScriptedModel):
+    """The scripted model that also keeps the tools each request offered."""
+
+    def __init__(self, *replies: LLMResponse | Exception) -> None:
+        super().__init__(*replies)
+        self.tools_seen: list[list[ToolSpec]] = []
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        config: LLMConfig,
+        *args: Any,
+        **kwargs: Any,
+    ) -> LLMResponse:
+        self.tools_seen.append(list(tools))
+        return await super().generate(messages, tools, config, *args, **kwargs)
+
+
+@pytest.mark.asyncio
+async def test_tools_added_before_the_first_model_turn_are_saved_and_offered_to_the_model() -> None:
+    store = MemoryStore()
+    model = ToolsSeen(answer("done"))
+    runtime = AgentRuntime(model, Tools(ECHO), store=store)
+    session = runtime.start_session("task", tool_names=[])
+    assert runtime.add_tools(session.session_id, [ECHO, RISKY]) == [ECHO, RISKY]
+    assert runtime.add_tools(session.session_id, [ECHO]) == []  # it has them already
+    assert [spec.name for spec in store.saved[session.session_id].tools] == ["echo", "wipe"]
+    await runtime.step(session.session_id)
+    assert [spec.name for spec in model.tools_seen[0]] == ["echo", "wipe"]
+
+
+@pytest.mark.asyncio
+async def test_a_session_past_its_first_model_turn_keeps_its_tool_set() -> None:
+    runtime, _ = build(ScriptedModel(answer("done")), Tools(ECHO))
+    session = runtime.start_session("task", tool_names=[])
+    await runtime.step(session.session_id)
+    runtime.prompt(session.session_id, "and now?")
+    assert runtime.add_tools(session.session_id, [ECHO]) == []
+    assert session.tools == []
