@@ -1,43 +1,43 @@
 """One workspace: its runtime, tools, model client and store, composed; trust and approval policy.
 
 Built once a client has said where it works. Protocol-free: it returns the core's values and reaches
-the client only through `port.Client`, which each door implements (`lsp.client`, `acp.client`).
+the client only through `port.Client`, which each door implements (`lsp.client`, `acp.client`). Beside
+it: `mcp_turns` (a session's MCP servers around its turns, and the wait before one), `outbox` (the
+events on their way to the client) and `model_choices` (the models offered for a session).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from mini_agent.app import config as workspace_config
 from mini_agent.app import scope, trust
 from mini_agent.app.config import WorkspaceConfig
+from mini_agent.app.mcp_turns import GatedRuntime, SessionServers
+from mini_agent.app.model_choices import ModelChoices, ModelMenu
 from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
+from mini_agent.app.outbox import Outbox
 from mini_agent.app.port import Answer, Client, HeldRegistration, Scoping, ToolList
 from mini_agent.core.budget import find_observation
-from mini_agent.core.contracts import LLMConfig, Observation, SessionStatus, ToolCall, ToolMode, ToolSpec
+from mini_agent.core.contracts import LLMConfig, Observation, ToolCall, ToolMode, ToolSpec
 from mini_agent.core.errors import UnknownToolCall, WorkspaceUntrusted
-from mini_agent.core.events import AgentEvent, StatusChanged, ThoughtChunk
-from mini_agent.core.flight import Flight, StepCancelled
-from mini_agent.core.runtime import AgentRuntime, RunSummary
+from mini_agent.core.events import AgentEvent, StatusChanged
 from mini_agent.core.session import (
     AgentConfig,
     AgentSession,
     Ask,
     Decision,
     PermissionMode,
-    StepRecord,
     new_session_id,
 )
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.formats import reply_format
-from mini_agent.llm.models import ModelLister
 from mini_agent.llm.window import ServerWindowProbe
 from mini_agent.store.sqlite import SessionRow, SqliteStore, StoreError
 from mini_agent.telemetry.config import settings
@@ -59,18 +59,6 @@ class Trusted:
     problems: list[str]
     remembered: bool = False
     unremembered: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ModelChoices:
-    """The models to offer for a base URL: what its server lists (`source` "server"), else the
-    configured model alone (`source` "configured", `message` saying why in words)."""
-
-    base_url: str
-    current: str
-    models: list[str]
-    source: Literal["server", "configured"]
-    message: str | None = None
 
 
 class Workspace:
@@ -112,16 +100,22 @@ class Workspace:
             person=self.client,
         )
         self.registry.attach(self.mcp)
-        self._mcp_releases: set[asyncio.Task[None]] = set()
-        self._session_mcp: dict[str, list[McpServer]] = {}  # the servers each session named itself
+        self.servers = SessionServers(
+            self.mcp,
+            self.registry,
+            workspace_servers=lambda: self.options.mcp_servers,
+            report=self._report,
+            add_tools=lambda sid, specs: self.runtime.add_tools(sid, specs),
+        )
         keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
-        self._keys = {url.rstrip("/"): key for url, key in keys.items() if key}
-        self.models = ModelLister()
+        self.models = ModelMenu(keys)
         defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
         if options.system_prompt is not None:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
         self.tracing = _tracing(options, lambda sid: self.runtime.get(sid))
-        self._first_turn: dict[str, list[McpServer]] = {}  # sessions whose first turn takes late MCP tools
+        tap = self.tracing.observe if self.tracing is not None else None
+        self.outbox = Outbox(self.client, tap=tap, finished=self.servers.release)
+        self._on_update = self.outbox.emit  # the core's event sink
         self.runtime = GatedRuntime(
             self.llm,
             self.tracing.tools(self.registry) if self.tracing is not None else self.registry,
@@ -132,19 +126,15 @@ class Workspace:
             keys=keys,
             probe=ServerWindowProbe(),
             formats=reply_format,
-            gate=self._gate,
+            gate=self.servers.gate,
         )
-        self._watchers: dict[str, list[Callable[[AgentEvent], None]]] = {}
-        self._thought_parts: dict[tuple[str, int], list[str]] = {}
         if self.store is not None and not self.trusted:
             self.store.adopt = self._adopt
         self.registry.held_back = self.held_back_note()
 
     def watch(self, session_id: str, callback: Callable[[AgentEvent], None]) -> Callable[[], None]:
         """Also send a session's updates to `callback` (e.g. a $/progress reporter); returns the undo."""
-        callbacks = self._watchers.setdefault(session_id, [])
-        callbacks.append(callback)
-        return lambda: callbacks.remove(callback)
+        return self.outbox.watch(session_id, callback)
 
     def _open_store(self, options: InitOptions) -> SqliteStore | None:
         """A store that cannot be opened is reported, and the daemon runs on without persistence."""
@@ -302,23 +292,13 @@ class Workspace:
     ) -> AgentSession:
         """Begin a session at once; its MCP servers (and the workspace's) start in the background. It
         starts with the tools of those already up; the others' tools join before its first model turn,
-        which waits for them at most their `firstTurnTimeoutSec` (`_gate`). Only a session that names
+        which waits for them at most their `firstTurnTimeoutSec` (`mcp_turns`). Only a session that names
         its tools (`tools`), some of them not listed yet, waits here for its servers, within the same
         bound. The workspace file's approval policy gives its first standing decisions."""
         self.check_mode(permission_mode)
-        own = list(mcp_servers or [])
-        configs = [*self.options.mcp_servers, *own]
         sid = session_id or new_session_id()
-        problems = _Problems(lambda problem: self._report(sid, problem))
-        try:
-            if configs:
-                self.mcp.take_up(sid, configs, problems.tell)
-            names = tools
-            if names is not None and configs and not set(names) <= {s.name for s in self.registry.list()}:
-                await self.mcp.ready(sid)
-            elif names is None and configs:
-                names = [*self.registry.own_names(), *(spec.name for spec in self.mcp.tools_of(configs))]
-            session = self.runtime.start_session(
+        async with self.servers.starting(sid, list(mcp_servers or []), tools) as names:
+            return self.runtime.start_session(
                 task,
                 system_prompt=system_prompt,
                 tool_names=names,
@@ -328,39 +308,6 @@ class Workspace:
                 standing=self.standing_policy(),
                 permission_mode=permission_mode,
             )
-        except BaseException:
-            await self.mcp.release(sid)
-            raise
-        self._session_mcp[sid] = own
-        if tools is None and configs:
-            self._first_turn[sid] = configs
-        problems.flush()
-        return session
-
-    def _gate(self, session_id: str) -> Coroutine[Any, Any, None] | None:
-        """What a turn of `session_id` waits for before it steps: its MCP servers still starting (at
-        its start, or taken up again by a follow-up prompt); None: nothing to wait for."""
-        if session_id not in self._first_turn and not self.mcp.starting(session_id):
-            return None
-        return self._servers_up(session_id)
-
-    async def _servers_up(self, session_id: str) -> None:
-        """Wait for the session's servers still starting, each at most its `firstTurnTimeoutSec`, and
-        say each one still starting then. Before the session's first model turn, the tools of those
-        up by then join the session (from that turn on its tool set is fixed: the prompt must not
-        change under it)."""
-        late = await self.mcp.ready(session_id)
-        configs = [*self.options.mcp_servers, *self._session_mcp.get(session_id, [])]
-        bounds = {config.name: config.first_turn_timeout_sec for config in configs}
-        for name in dict.fromkeys(late):
-            self._report(
-                session_id,
-                f"MCP server '{name}' is still starting after {bounds.get(name, 0):g} s "
-                "(firstTurnTimeoutSec): the turn goes on without its tools",
-            )
-        joining = self._first_turn.pop(session_id, None)
-        if joining is not None:
-            self.runtime.join_tools(session_id, self.mcp.tools_of(joining))
 
     def check_mode(self, mode: PermissionMode | None) -> None:
         """`ask_never` is for a trusted folder only: a cloned repository must not run tools unasked."""
@@ -384,31 +331,20 @@ class Workspace:
     async def list_models(self, base_url: str | None = None, *, refresh: bool = False) -> ModelChoices:
         """The models to offer for `base_url` (the daemon's model server by default): asked of the
         server once and kept (`refresh` asks again); the daemon's API key goes to its own server only."""
-        own = self.runtime.defaults.llm
-        url = (base_url or own.base_url).rstrip("/")
-        found = await self.models.models(url, self._keys.get(url), refresh=refresh)
-        if found.ids:
-            return ModelChoices(url, own.model, list(found.ids), "server")
-        message = f"{found.problem}: the configured model {own.model!r} is the only choice"
-        return ModelChoices(url, own.model, [own.model], "configured", message)
+        return await self.models.choices(self.runtime.defaults.llm, base_url, refresh=refresh)
 
     def known_models(self, base_url: str) -> list[str]:
         """The ids kept for `base_url` without asking (none when it was not asked, or listed none)."""
-        found = self.models.known(base_url)
-        return list(found.ids) if found is not None else []
+        return self.models.known(base_url)
 
     async def prompt(
         self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None
     ) -> AgentSession:
         """A follow-up turn, on either door. A session that ended its turn let its MCP servers go (see
-        `_send`): they are taken up again, in the background (a call to one still starting waits for
+        `Outbox.send`): they are taken up again, in the background (a call to one still starting waits for
         it). `mcp_servers` replaces the ones the session named (an ACP client names them again on load)."""
         self.runtime.get(session_id)  # an unknown session starts no server
-        if mcp_servers is not None:
-            self._session_mcp[session_id] = list(mcp_servers)
-        configs = [*self.options.mcp_servers, *self._session_mcp.get(session_id, [])]
-        if configs:
-            self.mcp.take_up(session_id, configs, lambda problem: self._report(session_id, problem))
+        self.servers.take_up(session_id, mcp_servers)
         return self.runtime.prompt(session_id, text)
 
     def _report(self, session_id: str, message: str) -> None:
@@ -419,20 +355,13 @@ class Workspace:
             session = self.runtime.get(session_id)
         except Exception:  # not a session (yet, or any more): the log has it
             return
-        self._send(StatusChanged(session_id, len(session.steps), session.status, message=message))
-
-    def _release_mcp(self, session_id: str) -> None:
-        task = asyncio.get_running_loop().create_task(self.mcp.release(session_id))
-        self._mcp_releases.add(task)
-        task.add_done_callback(self._mcp_releases.discard)
+        self.outbox.send(StatusChanged(session_id, len(session.steps), session.status, message=message))
 
     def close_session(self, session_id: str) -> None:
         """Let a session that is not stepping go: its MCP servers, and the runtime's copy (the store
         keeps it, to be loaded again)."""
         self.runtime.close(session_id)
-        self._session_mcp.pop(session_id, None)
-        self._first_turn.pop(session_id, None)
-        self._release_mcp(session_id)
+        self.servers.forget(session_id)
 
     def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[SessionRow], int]:
         """Newest first; without a store, the sessions this process holds."""
@@ -453,9 +382,7 @@ class Workspace:
         if self.runtime.is_busy(session_id):
             self.runtime.cancel(session_id)
         self.runtime.forget(session_id)
-        self._session_mcp.pop(session_id, None)
-        self._first_turn.pop(session_id, None)
-        self._release_mcp(session_id)
+        self.servers.forget(session_id)
         return self.store.delete(session_id) if self.store is not None else True
 
     def observation(self, session_id: str, call_id: str) -> Observation:
@@ -469,38 +396,13 @@ class Workspace:
         """Replay a stored trajectory to the client as events; returns how many were published."""
         events = self.runtime.replay(session_id)
         for event in events:
-            self._send(event)
+            self.outbox.send(event)
         return len(events)
 
     def trace_parent(self, session_id: str, traceparent: str | None) -> None:
         """A client's W3C `traceparent` for the session's next turn: its agent span's parent."""
         if self.tracing is not None and traceparent:
             self.tracing.parent(session_id, traceparent)
-
-    def _on_update(self, event: AgentEvent) -> None:
-        """Thought deltas that arrive together (one network read often holds many SSE events) go out as
-        one notification at the next turn of the loop; anything else first flushes them, keeping order."""
-        if self.tracing is not None:
-            self.tracing.observe(event)
-        if isinstance(event, ThoughtChunk):
-            if not self._thought_parts:
-                asyncio.get_running_loop().call_soon(self._flush_thoughts)
-            self._thought_parts.setdefault((event.session_id, event.step), []).append(event.text)
-            return
-        self._flush_thoughts()
-        self._send(event)
-
-    def _flush_thoughts(self) -> None:
-        parts, self._thought_parts = self._thought_parts, {}
-        for (session_id, step), texts in parts.items():
-            self._send(ThoughtChunk(session_id, step, "".join(texts)))
-
-    def _send(self, event: AgentEvent) -> None:
-        if isinstance(event, StatusChanged) and event.status is SessionStatus.FINISHED:
-            self._release_mcp(event.session_id)
-        self.client.publish(event)
-        for callback in list(self._watchers.get(event.session_id, ())):
-            callback(event)
 
     async def request_permission(
         self, session: AgentSession, call: ToolCall, spec: ToolSpec
@@ -516,7 +418,7 @@ class Workspace:
 
     async def aclose(self) -> None:
         await self.runtime.aclose()
-        await asyncio.gather(*self._mcp_releases)
+        await self.servers.released()
         await self.mcp.aclose()
         await self.registry.aclose()
         await self.llm.aclose()
@@ -525,75 +427,6 @@ class Workspace:
         if self.store is not None:
             self.store.release_all(self.runtime.owner)
             self.store.close()
-
-
-class GatedRuntime(AgentRuntime):
-    """The core's runtime with the app's wait before a turn (`gate`: for a session's MCP servers still
-    starting). The wait is part of the turn: a cancel reaches it (the turn then ends `cancelled`, as
-    one cancelled before its first step does), and nothing is stepped until it is over."""
-
-    def __init__(
-        self, *args: Any, gate: Callable[[str], Coroutine[Any, Any, None] | None], **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self._turn_gate = gate
-
-    async def run(
-        self, session_id: str, *, max_steps: int | None = None, flight: Flight | None = None
-    ) -> RunSummary:
-        async with self._gated(session_id, flight) as flight:
-            return await super().run(session_id, max_steps=max_steps, flight=flight)
-
-    async def step(
-        self, session_id: str, *, wait_for_approval: bool = False, flight: Flight | None = None
-    ) -> StepRecord:
-        async with self._gated(session_id, flight) as flight:
-            return await super().step(session_id, wait_for_approval=wait_for_approval, flight=flight)
-
-    def join_tools(self, session_id: str, specs: Sequence[ToolSpec]) -> None:
-        """Add to a session that has had no model turn yet the tools of `specs` it lacks, and save it
-        (the store would otherwise hand back the copy it holds). A session past its first model turn
-        keeps its tool set: the prompt must not change under it."""
-        session = self.get(session_id)
-        have = {spec.name for spec in session.tools}
-        joining = [spec for spec in specs if spec.name not in have]
-        if session.steps or not joining:
-            return
-        session.tools = [*session.tools, *joining]
-        session.touch()
-        self._book.checkpoints.now(session)  # the core has no public way to add a session's tools yet
-
-    @contextlib.asynccontextmanager
-    async def _gated(self, session_id: str, flight: Flight | None) -> AsyncIterator[Flight | None]:
-        gate = self._turn_gate(session_id)
-        if gate is None:
-            yield flight
-            return
-        with contextlib.ExitStack() as stack:
-            if flight is None:
-                flight = stack.enter_context(self.expecting(session_id))
-            with contextlib.suppress(StepCancelled):  # the step then ends `cancelled` at once
-                await flight.race(gate)
-            yield flight
-
-
-class _Problems:
-    """A session's MCP problems: held until the session exists (a status update needs it), then told."""
-
-    def __init__(self, tell: Callable[[str], None]) -> None:
-        self._tell = tell
-        self._held: list[str] | None = []
-
-    def tell(self, problem: str) -> None:
-        if self._held is None:
-            self._tell(problem)
-        else:
-            self._held.append(problem)
-
-    def flush(self) -> None:
-        held, self._held = self._held or [], None
-        for problem in held:
-            self._tell(problem)
 
 
 def _tracing(options: InitOptions, get: Callable[[str], AgentSession]) -> Tracing | None:

@@ -26,7 +26,7 @@ from mini_agent.core.session import AgentSession, Decision, PendingApproval, Ste
 from mini_agent.store.sqlite import SessionRow
 
 if TYPE_CHECKING:
-    from mini_agent.app.workspace import ModelChoices
+    from mini_agent.app.model_choices import ModelChoices
 
 
 def live_update(event: ToolCallProgress) -> dict[str, Any]:
