@@ -13,18 +13,19 @@ def canonical(call: ToolCall) -> str:
     return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def streaks(earlier: Sequence[ToolCall], calls: Sequence[ToolCall]) -> list[int]:
-    """For each of `calls`, how many times in a row it has now been asked for, counting itself and
-    every identical call just before it (in `earlier`, then in `calls` before it)."""
+def streaks(earlier: Sequence[Sequence[ToolCall]], calls: Sequence[ToolCall]) -> list[int]:
+    """For each of `calls` (one step's), how many times in a row it has now been asked for: itself, the
+    identical calls before it in its step, and one for each step just before (`earlier`, oldest first)
+    that asked for it too. A step that repeats the previous step's calls, alone or beside others, is a
+    repeat of each of them; a step without it ends the streak."""
     out: list[int] = []
-    history = list(earlier)
-    for call in calls:
+    for position, call in enumerate(calls):
         key = canonical(call)
-        streak = 1
-        for previous in reversed(history):
-            if canonical(previous) != key:
+        streak = 1 + sum(1 for before in calls[:position] if canonical(before) == key)
+        for step in reversed(earlier):
+            same = sum(1 for previous in step if canonical(previous) == key)
+            if not same:
                 break
-            streak += 1
+            streak += same
         out.append(streak)
-        history.append(call)
     return out

@@ -228,7 +228,7 @@ class Stepper:
 
     def _check_loops(self, session: AgentSession, record: StepRecord) -> None:
         """The same call N times in a row gets one note instead of a run; once more ends the session."""
-        earlier = [call for step in session.steps[:-1] for call in step.tool_calls]
+        earlier = [step.tool_calls for step in session.steps[session.turn_start : -1]]
         threshold = session.config.loop_threshold
         for call, streak in zip(record.tool_calls, streaks(earlier, record.tool_calls), strict=True):
             if streak > threshold:

@@ -80,6 +80,10 @@ class _FormatRejected(_Refused):
     pass
 
 
+class _ToolsIgnored(_Refused):
+    """The server answered `tools` with a call written as text: it did not take them."""
+
+
 class OpenAICompatibleClient:
     """`LLMClient` for any server speaking `/chat/completions` (vLLM, llama.cpp, Ollama, OpenAI …).
 
@@ -103,7 +107,6 @@ class OpenAICompatibleClient:
         self._auto_mode: dict[tuple[str, str], ToolMode] = {}
         self._json_form: dict[tuple[str, str], jsonmode.Form] = {}
         self._announced: set[tuple[str, str, ToolMode]] = set()  # said in the log: server, model, mode
-        self._ignores_tools: set[tuple[str, str]] = set()  # answered `tools` with calls written as text
 
     async def __aenter__(self) -> OpenAICompatibleClient:
         return self
@@ -148,16 +151,16 @@ class OpenAICompatibleClient:
         learned = self._auto_mode.get(key, _AUTO_ORDER[0])
         if turn_mode in _AUTO_ORDER:  # a turn goes on in the form it began in; a new one takes the learned
             learned = turn_mode
+        why: str | None = None
         for mode in _AUTO_ORDER[_AUTO_ORDER.index(learned) :]:
             try:
                 response = await self._in_mode(mode, messages, tools, config, on_text, fallback=True)
+            except _ToolsIgnored:
+                why = IGNORED_TOOLS
+                continue
             except _Refused:
                 continue
-            if mode == "native" and key in self._ignores_tools:
-                # this call is run as written; later turns go where the grammar holds the form
-                self._settle(key, config, tried=mode, took="json", why=IGNORED_TOOLS)
-                return response
-            self._settle(key, config, tried=mode, took=response.tool_mode)
+            self._settle(key, config, tried=mode, took=response.tool_mode, why=why)
             return response
         raise AssertionError("unreachable: react mode sends nothing a server could refuse")
 
@@ -175,7 +178,7 @@ class OpenAICompatibleClient:
         before = self._auto_mode.get(key, _AUTO_ORDER[0])
         self._auto_mode[key] = took
         if took != before:
-            notice_settled(config, took, why or (IGNORED_FORMAT if took != tried else None))
+            notice_settled(config, took, IGNORED_FORMAT if took != tried else why)
 
     async def _in_mode(
         self,
@@ -284,8 +287,9 @@ class OpenAICompatibleClient:
         if not done.text.strip():
             return _native_response(done, format_error="The reply was empty: no text and no tool call.")
         written = native.written_calls(done.text, tools, _new_call_id) if config.harness.text_calls else ()
+        if written and fallback:  # auto mode: the turn is asked again in a mode the server holds to
+            raise _ToolsIgnored
         if written:
-            self._ignores_tools.add((config.base_url, config.model))
             return _native_response(done, thought=done.text, calls=written)
         return _native_response(done, final_answer=done.text)
 

@@ -145,18 +145,25 @@ def test_distinct_calls_each_have_a_streak_of_one() -> None:
 
 def test_a_streak_runs_across_earlier_steps_and_within_a_step() -> None:
     same = [call("echo", n, text="a") for n in range(4)]
-    assert streaks(same[:2], same[2:]) == [3, 4]
+    assert streaks([same[:1], same[1:2]], same[2:]) == [3, 4]
 
 
 def test_another_call_in_between_breaks_the_streak() -> None:
-    earlier = [call("echo", 1, text="a"), call("echo", 2, text="b")]
+    earlier = [[call("echo", 1, text="a")], [call("echo", 2, text="b")]]
     assert streaks(earlier, [call("echo", 3, text="a")]) == [1]
+
+
+def test_a_step_that_repeats_the_previous_steps_calls_side_by_side_is_a_repeat_of_each() -> None:
+    pair = [call("count", 1, path="a.py"), call("list", 2)]
+    again = [call("list", 3), call("count", 4, path="a.py")]
+    assert streaks([pair, pair], again) == [3, 3]
+    assert streaks([pair, [call("other", 5)]], again) == [1, 1]
 
 
 def test_argument_order_does_not_make_a_call_different() -> None:
     first = ToolCall("c1", "echo", {"a": 1, "b": 2})
     second = ToolCall("c2", "echo", {"b": 2, "a": 1})
-    assert canonical(first) == canonical(second) and streaks([first], [second]) == [2]
+    assert canonical(first) == canonical(second) and streaks([[first]], [second]) == [2]
 
 
 @pytest.mark.asyncio

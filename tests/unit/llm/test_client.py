@@ -245,36 +245,44 @@ async def test_auto_uses_native_tools_when_the_server_takes_them() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_call_written_as_text_is_run_and_auto_settles_on_json_for_that_server() -> None:
+async def test_auto_asks_again_in_json_when_the_server_ignored_tools_and_stays_there() -> None:
     written = '```json\n{"name": "add", "arguments": {"a": 2}}\n```'
+    json_call = '{"thought": "add them", "action": {"tool": "add", "arguments": {"a": 2}}}'
     transport = FakeTransport.replying(
-        sse(written), sse('{"thought": "done", "action": {"final_answer": "5"}}')
+        sse(written), sse(json_call), sse('{"thought": "done", "action": {"final_answer": "5"}}')
     )
     llm, notices = client(transport), []
     first = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"), on_retry=notices.append)
     second = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
-    assert first.tool_mode == "native" and [(c.name, c.arguments) for c in first.tool_calls] == [
-        ("add", {"a": 2})
-    ]
-    assert first.final_answer is None and first.content == written
+    assert first.tool_mode == "json"
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [("add", {"a": 2})]
     assert second.tool_mode == "json" and second.final_answer == "5"
-    assert "tools" in sent(transport)[0] and "response_format" in sent(transport)[1]
+    assert ["tools" in body for body in sent(transport)] == [True, False, False]
     assert len(notices) == 1 and "ignored `tools`" in notices[0] and "json mode" in notices[0]
 
 
 @pytest.mark.asyncio
+async def test_native_mode_runs_a_call_written_as_text() -> None:
+    written = 'I will add.\n<tool_call>\n{"name": "add", "arguments": {"a": 2}}\n</tool_call>'
+    transport = FakeTransport.replying(sse(written))
+    response = await client(transport).generate(HISTORY, [ADD], settings(tool_mode="native"))
+    assert response.tool_mode == "native" and response.final_answer is None and response.content == written
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [("add", {"a": 2})]
+
+
+@pytest.mark.asyncio
 async def test_auto_keeps_a_turn_in_the_mode_it_began_in_and_starts_the_next_in_the_learned_one() -> None:
-    written = '<tool_call>{"name": "add", "arguments": {"a": 2}}</tool_call>'
     transport = FakeTransport.replying(
-        sse(written), sse("It is 5."), sse('{"thought": "t", "action": {"final_answer": "5"}}')
+        error(400, "tools are not supported"),
+        sse('{"thought": "t", "action": {"final_answer": "5"}}'),
+        whole("", [{"id": "c1", "function": {"name": "add", "arguments": '{"a": 1}'}}], "tool_calls"),
     )
     llm = client(transport)
-    await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
-    same_turn = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"), turn_mode="native")
-    next_turn = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
-    assert same_turn.tool_mode == "native" and same_turn.final_answer == "It is 5."
-    assert next_turn.tool_mode == "json" and next_turn.final_answer == "5"
-    assert ["tools" in body for body in sent(transport)] == [True, True, False]
+    learned = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
+    whole_reply = settings(tool_mode="auto", stream=False)
+    same_turn = await llm.generate(HISTORY, [ADD], whole_reply, turn_mode="native")
+    assert learned.tool_mode == "json" and same_turn.tool_mode == "native"
+    assert ["tools" in body for body in sent(transport)] == [True, False, True]
 
 
 @pytest.mark.asyncio
