@@ -26,10 +26,11 @@ from mini_agent.core.session import StepRecord
 
 CHECK_PREFIX = "check-"
 NOTE = (
-    "Before you finish, check your answer against the task: {task}\n"
-    "Your answer does not use what {tools} returned. If the task asks for it, {finish} again with every "
-    "part of the task answered; if it does not, {finish} again as it was."
+    "Before you finish: the task was: {task}\n"
+    "Your answer leaves out what the tools returned: {results}\n"
+    "Answer again, with every part of the task answered in one answer ({finish})."
 )
+_RESULT_LIMIT = 300  # characters of each left-out result shown again
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*[A-Za-z0-9_]|[0-9]")
 _TASK_LIMIT = 2000  # characters of the task shown again
 _ASKING = (
@@ -46,14 +47,15 @@ _COMMON = frozenset(
 )  # fmt: skip
 
 
-def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[str]:
-    """Names of the tools whose successful results in `turn` the answer does not use, in call order
-    (each name once); empty when the answer uses them all, or none of them."""
+def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[tuple[str, str]]:
+    """The tools whose successful results in `turn` the answer does not use, with each one's first
+    result, in call order (each tool once); empty when the answer uses them all, or none of them, or
+    when the task asks for one thing only."""
     if parts(task) < 2:
         return []
     said = _tokens(answer)
     asked = _tokens(task)
-    missing: list[str] = []
+    missing: dict[str, str] = {}
     used = False
     for record in turn:
         calls = {call.id: call for call in record.tool_calls}
@@ -65,8 +67,8 @@ def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[s
             if salient and salient & said:
                 used = True
             elif salient and call.name not in missing:
-                missing.append(call.name)
-    return missing if used else []
+                missing[call.name] = obs.output
+    return list(missing.items()) if used else []
 
 
 def parts(task: str) -> int:
@@ -85,8 +87,14 @@ def current_task(messages: Sequence[Message]) -> str:
     return text if len(text) <= _TASK_LIMIT else text[:_TASK_LIMIT] + " …"
 
 
-def note(task: str, tools: Sequence[str], finish: str) -> str:
-    return NOTE.format(task=task, tools=", ".join(tools), finish=finish)
+def note(task: str, missing: Sequence[tuple[str, str]], finish: str) -> str:
+    results = "; ".join(f"{name}: {_cut(output)}" for name, output in missing)
+    return NOTE.format(task=task, results=results, finish=finish)
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _RESULT_LIMIT else text[:_RESULT_LIMIT] + " …"
 
 
 def _tokens(text: str) -> set[str]:

@@ -219,8 +219,9 @@ class Stepper:
         record.final_answer = None
         record.observations.append(Observation(f"{answercheck.CHECK_PREFIX}{record.index}", "", text))
         session.messages.append(Message(Role.TOOL, text))
+        names = ", ".join(name for name, _ in missing)
         message = (
-            f"The answer does not use what {', '.join(missing)} returned: the model is shown the task again "
+            f"The answer does not use what {names} returned: the model is shown the task again "
             "for one more turn (llm.harness.finalCheck)."
         )
         self._emit(StatusChanged(session.session_id, record.index, session.status, message=message))

@@ -22,7 +22,10 @@ TURN = [
 
 def test_an_answer_that_gives_the_count_alone_leaves_out_the_file_list() -> None:
     answer = "schema.py has 21 non-empty lines."
-    assert answercheck.unused_results(TURN, answer, TASK) == ["list_python_files"]
+    files = '["metrics.py", "schema.py", "tools.py"]'
+    assert answercheck.unused_results(TURN, answer, TASK) == [("list_python_files", files)]
+    note = answercheck.note(TASK, [("list_python_files", files)], "give your Final Answer")
+    assert TASK in note and f"list_python_files: {files}" in note and "every part" in note
 
 
 def test_an_answer_that_uses_every_result_passes() -> None:

@@ -199,7 +199,8 @@ async def test_an_answer_that_leaves_out_a_result_gets_one_more_turn_with_the_ta
     assert draft.final_answer is None and "Madrid." in draft.completion
     note = model.seen[2][-1]
     assert note.role is Role.TOOL and TWO_PARTS in note.content
-    assert "echo returned" in note.content and note.content == draft.observations[0].output
+    assert "leaves out what the tools returned: echo: capital: Paris" in note.content
+    assert note.content == draft.observations[0].output
     assert [e.text for e in events if isinstance(e, AnswerChunk)] == ["Paris and Madrid."]
     assert any(isinstance(e, StatusChanged) and e.message and "finalCheck" in e.message for e in events)
 
