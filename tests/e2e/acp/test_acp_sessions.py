@@ -114,7 +114,7 @@ async def test_session_load_replays_the_live_updates_with_the_user_turns(workspa
     follow_up_at = next(
         n for n, u in enumerate(loaded) if u["sessionUpdate"] == "user_message_chunk" and n > 0
     )
-    assert said(loaded[:follow_up_at]).startswith("schema.py has")
+    assert said(loaded[:follow_up_at]).startswith("The workspace has")
     agent_side = [u for u in loaded if u["sessionUpdate"] != "user_message_chunk"]
     assert lasting(agent_side) == lasting(live)
     usage = [u["used"] for u in live if u["sessionUpdate"] == "usage_update"]
