@@ -35,12 +35,16 @@ PROTOCOL = """\
 
 Work in rounds. Each of your replies is exactly one JSON object and nothing else.
 
-To use a tool, the object's "thought" says what you know so far and what you need next, and its \
-"action" holds "tool" (one of {names}) and "arguments" (an object that follows that tool's schema above). \
-The tool's result arrives in the next message, starting with "Observation:".
+To use a tool:
+{{"thought": "what you know so far and what you need next", \
+"action": {{"tool": "one of {names}", "arguments": {{"key": "value"}}}}}}
 
-When you have what you need, the "thought" says why you are done and the "action" holds \
-"final_answer": your answer for the user, answering every part of what they asked."""
+The arguments follow the tool's schema above. The tool's result arrives in the next message, starting \
+with "Observation:".
+
+When you have what you need:
+{{"thought": "why you are done", "action": {{"final_answer": "your answer for the user, every part of \
+what they asked"}}}}"""
 
 _FINAL_BRANCH: dict[str, Any] = {
     "type": "object",
