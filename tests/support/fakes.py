@@ -43,6 +43,7 @@ class ScriptedModel:
     def __init__(self, *replies: LLMResponse | Exception, delay: float = 0.0) -> None:
         self.replies = list(replies)
         self.seen: list[list[Message]] = []
+        self.asked: list[dict[str, object]] = []  # each request's keyword arguments (turn_mode, answer_with)
         self.delay = delay
 
     async def generate(
@@ -51,9 +52,10 @@ class ScriptedModel:
         tools: Sequence[ToolSpec],
         config: LLMConfig,
         on_text: TextSink | None = None,
-        **_: object,
+        **asked: object,
     ) -> LLMResponse:
         self.seen.append(list(messages))
+        self.asked.append(asked)
         if self.delay:
             await asyncio.sleep(self.delay)
         reply = self.replies.pop(0)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from mini_agent.core.contracts import Message, Role
 from mini_agent.core.session import StepRecord
@@ -31,6 +32,18 @@ NOTE = (
     "Answer again, with every part of the task answered in one answer ({finish})."
 )
 _RESULT_LIMIT = 300  # characters of each left-out result shown again
+_WORDS_LIMIT = 4  # salient words kept of each left-out result
+_ANSWER_WORDS = 6  # words an answer after the check must hold, at most
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:@+-]{1,64}")
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A tool whose result an answer left out: its name, its result, the result's salient words."""
+
+    name: str
+    output: str
+    words: tuple[str, ...]
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*[A-Za-z0-9_]|[0-9]")
 _TASK_LIMIT = 2000  # characters of the task shown again
 _ASKING = (
@@ -47,15 +60,15 @@ _COMMON = frozenset(
 )  # fmt: skip
 
 
-def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[tuple[str, str]]:
+def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[LeftOut]:
     """The tools whose successful results in `turn` the answer does not use, with each one's first
-    result, in call order (each tool once); empty when the answer uses them all, or none of them, or
-    when the task asks for one thing only."""
+    result and its salient words in the order they appear, in call order (each tool once); empty when
+    the answer uses them all, or none of them, or when the task asks for one thing only."""
     if parts(task) < 2:
         return []
     said = _tokens(answer)
     asked = _tokens(task)
-    missing: dict[str, str] = {}
+    missing: dict[str, LeftOut] = {}
     used = False
     for record in turn:
         calls = {call.id: call for call in record.tool_calls}
@@ -63,17 +76,36 @@ def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[t
             call = calls.get(obs.call_id)
             if call is None or obs.is_error:
                 continue
-            salient = _tokens(obs.output) - asked - _tokens(call.raw_arguments or str(call.arguments))
+            known = asked | _tokens(call.raw_arguments or str(call.arguments))
+            salient = _tokens(obs.output) - known
             if salient and salient & said:
                 used = True
             elif salient and call.name not in missing:
-                missing[call.name] = obs.output
-    return list(missing.items()) if used else []
+                words = tuple(dict.fromkeys(w for w in _TOKEN.findall(obs.output) if w.lower() in salient))
+                missing[call.name] = LeftOut(call.name, obs.output, words[:_WORDS_LIMIT])
+    return list(missing.values()) if used else []
+
+
+def answer_words(left_out: Sequence[LeftOut]) -> tuple[str, ...]:
+    """Words the answer after the check must hold (json mode's grammar makes it): the left-out results'
+    salient words that a plain pattern can hold, a few of each."""
+    words = [word for item in left_out for word in item.words if _PLAIN_WORD.fullmatch(word)]
+    return tuple(dict.fromkeys(words))[:_ANSWER_WORDS]
 
 
 def parts(task: str) -> int:
     """How many things the task asks for, as far as its shape shows: 1 plus each further part."""
     return 1 + len(_FURTHER.findall(task))
+
+
+def asked_words(record: StepRecord) -> tuple[str, ...]:
+    """The words the final check asked an answer to hold, when `record` is a step it held back."""
+    for obs in record.observations:
+        if obs.call_id.startswith(CHECK_PREFIX) and obs.structured:
+            words = obs.structured.get("answer_with")
+            if isinstance(words, list):
+                return tuple(str(word) for word in words)
+    return ()
 
 
 def checked(turn: Iterable[StepRecord]) -> bool:
@@ -87,8 +119,8 @@ def current_task(messages: Sequence[Message]) -> str:
     return text if len(text) <= _TASK_LIMIT else text[:_TASK_LIMIT] + " …"
 
 
-def note(task: str, missing: Sequence[tuple[str, str]], finish: str) -> str:
-    results = "; ".join(f"{name}: {_cut(output)}" for name, output in missing)
+def note(task: str, missing: Sequence[LeftOut], finish: str) -> str:
+    results = "; ".join(f"{item.name}: {_cut(item.output)}" for item in missing)
     return NOTE.format(task=task, results=results, finish=finish)
 
 

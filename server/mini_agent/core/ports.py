@@ -32,9 +32,12 @@ class LLMClient(Protocol):
         *,
         on_retry: NoticeSink | None = None,
         turn_mode: str | None = None,
+        answer_with: Sequence[str] = (),
     ) -> LLMResponse:
         """One model turn. `turn_mode` is the tool mode the turn's previous reply came in (None on a
-        turn's first request): a model adapter that picks modes itself keeps a turn in one form."""
+        turn's first request): a model adapter that picks modes itself keeps a turn in one form.
+        `answer_with`: words this turn's final answer must hold (the final check's left-out results);
+        an adapter that can constrain the reply (json mode's grammar) makes this turn that answer."""
         ...
 
 

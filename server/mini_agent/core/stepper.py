@@ -138,7 +138,9 @@ class Stepper:
             self._emit(StatusChanged(sid, index, session.status, message=message))
 
         llm_config = replace(session.config.llm, api_key=self._api_key(session))
-        turn_mode = session.steps[-1].tool_mode or None if len(session.steps) > session.turn_start else None
+        last = session.steps[-1] if len(session.steps) > session.turn_start else None
+        turn_mode = last.tool_mode or None if last is not None else None
+        answer_with = answercheck.asked_words(last) if last is not None else ()
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
             reply = self._llm.generate(
@@ -148,6 +150,7 @@ class Stepper:
                 on_text,
                 on_retry=on_retry,
                 turn_mode=turn_mode,
+                answer_with=answer_with,
             )
             try:
                 response = await flight.race(reply)
@@ -217,9 +220,11 @@ class Stepper:
             return False
         text = answercheck.note(task, missing, self._formats(record.tool_mode).finish)
         record.final_answer = None
-        record.observations.append(Observation(f"{answercheck.CHECK_PREFIX}{record.index}", "", text))
+        words = {"answer_with": list(answercheck.answer_words(missing))}
+        check_id = f"{answercheck.CHECK_PREFIX}{record.index}"
+        record.observations.append(Observation(check_id, "", text, structured=words))
         session.messages.append(Message(Role.TOOL, text))
-        names = ", ".join(name for name, _ in missing)
+        names = ", ".join(item.name for item in missing)
         message = (
             f"The answer does not use what {names} returned: the model is shown the task again "
             "for one more turn (llm.harness.finalCheck)."

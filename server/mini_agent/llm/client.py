@@ -126,6 +126,7 @@ class OpenAICompatibleClient:
         *,
         on_retry: NoticeSink | None = None,
         turn_mode: str | None = None,
+        answer_with: Sequence[str] = (),
     ) -> LLMResponse:
         announced = (config.base_url, config.model, config.tool_mode)
         if announced not in self._announced:
@@ -133,7 +134,7 @@ class OpenAICompatibleClient:
             log.info("model requests go to %s (model %s, tool mode %s)", *announced)
         token = ON_RETRY.set(on_retry)
         try:
-            return await self._generate(messages, tools, config, on_text, turn_mode)
+            return await self._generate(messages, tools, config, on_text, turn_mode, tuple(answer_with))
         finally:
             ON_RETRY.reset(token)
 
@@ -144,9 +145,12 @@ class OpenAICompatibleClient:
         config: LLMConfig,
         on_text: TextSink | None,
         turn_mode: str | None = None,
+        must_hold: tuple[str, ...] = (),
     ) -> LLMResponse:
         if config.tool_mode != "auto":
-            return await self._in_mode(config.tool_mode, messages, tools, config, on_text, fallback=False)
+            return await self._in_mode(
+                config.tool_mode, messages, tools, config, on_text, fallback=False, must_hold=must_hold
+            )
         key = (config.base_url, config.model)
         learned = self._auto_mode.get(key, _AUTO_ORDER[0])
         if turn_mode in _AUTO_ORDER:  # a turn goes on in the form it began in; a new one takes the learned
@@ -154,7 +158,9 @@ class OpenAICompatibleClient:
         why: str | None = None
         for mode in _AUTO_ORDER[_AUTO_ORDER.index(learned) :]:
             try:
-                response = await self._in_mode(mode, messages, tools, config, on_text, fallback=True)
+                response = await self._in_mode(
+                    mode, messages, tools, config, on_text, fallback=True, must_hold=must_hold
+                )
             except _ToolsIgnored:
                 why = IGNORED_TOOLS
                 continue
@@ -189,10 +195,12 @@ class OpenAICompatibleClient:
         on_text: TextSink | None,
         *,
         fallback: bool,
+        must_hold: tuple[str, ...] = (),
     ) -> LLMResponse:
-        """One mode's request; with `fallback`, a refusal raises `_Refused` instead of an `LLMError`."""
+        """One mode's request; with `fallback`, a refusal raises `_Refused` instead of an `LLMError`.
+        `must_hold`: words the final answer must hold, which json mode's grammar can make it hold."""
         if mode == "json":
-            return await self._json(messages, tools, config, on_text, fallback=fallback)
+            return await self._json(messages, tools, config, on_text, fallback=fallback, must_hold=must_hold)
         if mode == "native":
             return await self._native(messages, tools, config, on_text, fallback=fallback)
         return await self._react(messages, tools, config, on_text)
@@ -218,6 +226,7 @@ class OpenAICompatibleClient:
         on_text: TextSink | None,
         *,
         fallback: bool,
+        must_hold: tuple[str, ...] = (),
     ) -> LLMResponse:
         """One schema-constrained turn: OpenAI's `json_schema` form first, `json_object` if refused.
 
@@ -230,12 +239,12 @@ class OpenAICompatibleClient:
         streamed = Sink(on_text)  # a reply taken as ReAct is streamed whole, as react mode streams
         offered = jsonmode.unspent(tools, messages) if config.harness.prune_repeats else tools
         try:
-            done = await self._json_once(payload, offered, form, config, streamed, refusable)
+            done = await self._json_once(payload, offered, form, config, streamed, refusable, must_hold)
         except _FormatRejected:
             if form == "json_object":
                 raise
             form = "json_object"
-            done = await self._json_once(payload, offered, form, config, streamed, fallback)
+            done = await self._json_once(payload, offered, form, config, streamed, fallback, must_hold)
         self._json_form[key] = form
         turn = jsonmode.parse(done.text, call_id=_new_call_id(), truncated=done.finish_reason == "length")
         if fallback and turn.format_error is not None:
@@ -252,9 +261,10 @@ class OpenAICompatibleClient:
         config: LLMConfig,
         on_text: TextSink | None,
         refusable: bool,
+        must_hold: Sequence[str] = (),
     ) -> Completion:
         """One request in one form; the caller is streamed only the decoded thought."""
-        payload["response_format"] = jsonmode.response_format(tools, form)
+        payload["response_format"] = jsonmode.response_format(tools, form, must_hold)
         scanner = jsonmode.ThoughtScanner()
 
         def emit(thought: str) -> None:

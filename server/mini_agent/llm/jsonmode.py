@@ -54,8 +54,20 @@ _FINAL_BRANCH: dict[str, Any] = {
 }
 
 
-def turn_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
-    """The schema of one turn: a thought and one action, a call of a listed tool or the final answer."""
+def turn_schema(tools: Sequence[ToolSpec], must_hold: Sequence[str] = ()) -> dict[str, Any]:
+    """The schema of one turn: a thought and one action, a call of a listed tool or the final answer.
+
+    With `must_hold`, the turn is the final answer and it holds those words, in that order (the final
+    check's left-out results): the grammar writes what a small model, shown them, still left out."""
+    if must_hold:
+        holding = {"type": "string", "pattern": _holding(must_hold)}
+        final = {**_FINAL_BRANCH, "properties": {"final_answer": holding}}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["thought", "action"],
+            "properties": {"thought": {"type": "string"}, "action": final},
+        }
     branches = [
         {
             "type": "object",
@@ -73,9 +85,9 @@ def turn_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
     }
 
 
-def response_format(tools: Sequence[ToolSpec], form: Form) -> dict[str, Any]:
+def response_format(tools: Sequence[ToolSpec], form: Form, must_hold: Sequence[str] = ()) -> dict[str, Any]:
     """The request's `response_format` in OpenAI's form, or in the `json_object` form llama.cpp takes."""
-    schema = turn_schema(tools)
+    schema = turn_schema(tools, must_hold)
     if form == "json_object":
         return {"type": "json_object", "schema": schema}
     strict = all(_object_meets_strict(tool.input_schema) for tool in tools)
@@ -454,6 +466,13 @@ def _branch(node: dict[str, Any]) -> str:
     if not ends_here:
         options.insert(0, "")  # a proper prefix of the values is another value
     return "(" + "|".join(options) + ")"
+
+
+def _holding(words: Sequence[str]) -> str:
+    """A pattern for a string holding `words` in order, anything plain between and around them."""
+    between = _ANY + "*"
+    spelled = ("".join(_literal(char) for char in word) for word in words)
+    return "^" + between + between.join(spelled) + between + "$"
 
 
 def _class_chars(chars: Iterable[str]) -> str:

@@ -23,8 +23,10 @@ TURN = [
 def test_an_answer_that_gives_the_count_alone_leaves_out_the_file_list() -> None:
     answer = "schema.py has 21 non-empty lines."
     files = '["metrics.py", "schema.py", "tools.py"]'
-    assert answercheck.unused_results(TURN, answer, TASK) == [("list_python_files", files)]
-    note = answercheck.note(TASK, [("list_python_files", files)], "give your Final Answer")
+    left_out = answercheck.unused_results(TURN, answer, TASK)
+    assert left_out == [answercheck.LeftOut("list_python_files", files, ("metrics.py", "tools.py"))]
+    assert answercheck.answer_words(left_out) == ("metrics.py", "tools.py")
+    note = answercheck.note(TASK, left_out, "give your Final Answer")
     assert TASK in note and f"list_python_files: {files}" in note and "every part" in note
 
 

@@ -202,6 +202,7 @@ async def test_an_answer_that_leaves_out_a_result_gets_one_more_turn_with_the_ta
     assert "leaves out what the tools returned: echo: capital: Paris" in note.content
     assert note.content == draft.observations[0].output
     assert [e.text for e in events if isinstance(e, AnswerChunk)] == ["Paris and Madrid."]
+    assert [asked.get("answer_with") for asked in model.asked] == [(), (), ("Paris",)]
     assert any(isinstance(e, StatusChanged) and e.message and "finalCheck" in e.message for e in events)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from itertools import pairwise
 from typing import Any
 
@@ -153,3 +154,11 @@ def test_strict_only_when_every_tool_schema_meets_openais_rules() -> None:
 
 
 # --- the daemon, end to end ----------------------------------------------------------------------
+
+
+def test_a_turn_that_must_hold_words_is_a_final_answer_holding_them_in_order() -> None:
+    schema = jsonmode.turn_schema([], ("metrics.py", "tools.py"))
+    pattern = re.compile(schema["properties"]["action"]["properties"]["final_answer"]["pattern"])
+    assert schema["properties"]["action"]["required"] == ["final_answer"]
+    assert pattern.fullmatch("The files are metrics.py, schema.py and tools.py; 21 lines.")
+    assert not pattern.fullmatch("schema.py has 21 lines.") and not pattern.fullmatch("tools.py, metrics.py")
