@@ -1,4 +1,5 @@
-"""The json mode grammar that leaves out spent calls (`llm.harness.pruneRepeats`), compiled by a real
+"""The json mode grammars that leave out spent calls (`llm.harness.pruneRepeats`) and that make the
+answer after the final check hold the left-out words (`llm.harness.finalCheck`), compiled by a real
 llama.cpp: the patterns it writes must be ones llama-cpp-python's compiler turns into a grammar its
 parser takes. A pattern it refuses is worse than none: llama-cpp-python 0.3.36 then samples with a null
 grammar and the whole server dies (SIGSEGV), so this is checked on the real server, not on paper.
@@ -57,6 +58,13 @@ async def test_the_grammar_without_spent_calls_compiles_on_llama_cpp_and_holds(l
             assert reply.format_error is None or "cut off" in reply.format_error, reply.content
             for call in reply.tool_calls:
                 assert call.name == "open_file" and call.arguments.get("path") not in SPENT, reply.content
+        # the turn after the final check: the answer, holding the left-out words within the gap
+        holding = dataclasses.replace(config, max_tokens=200, seed=0)
+        reply = await within(client.generate(history, [OPEN, NOW], holding, answer_with=("a.txt", "12:00")))
+        assert reply.tool_calls == (), reply.content
+        assert reply.final_answer is not None or reply.format_error, reply.content
+        if reply.final_answer is not None:
+            assert reply.final_answer.index("a.txt") < reply.final_answer.index("12:00"), reply.content
     log = llama.log.read_text(errors="replace")
     assert "failed to parse grammar" not in log and "error parsing grammar" not in log
     assert llama.process.poll() is None, llama.log_tail()

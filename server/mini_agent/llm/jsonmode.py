@@ -384,6 +384,7 @@ def _decision(value: dict[str, Any], call_id: str) -> tuple[str | None, ToolCall
 # pattern the grammar compiles stays small. Anything else leaves the tool as it was.
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9_./ :@+-]{0,80}")
 _MAX_EXCLUDED = 16
+_GAP = 80  # characters an answer that must hold words may write before each of them
 # a character of a JSON string the model may write: what the patterns below use for "any"
 _ANY = r'[^"\\]'
 
@@ -469,10 +470,11 @@ def _branch(node: dict[str, Any]) -> str:
 
 
 def _holding(words: Sequence[str]) -> str:
-    """A pattern for a string holding `words` in order, anything plain between and around them."""
-    between = _ANY + "*"
+    """A pattern for a string holding `words` in order, each within `_GAP` characters of the one before
+    (or of the start): with unbounded gaps a small model wrote on past its token limit without them."""
+    gap = _ANY + "{0," + str(_GAP) + "}"
     spelled = ("".join(_literal(char) for char in word) for word in words)
-    return "^" + between + between.join(spelled) + between + "$"
+    return "^" + gap + gap.join(spelled) + _ANY + "*$"
 
 
 def _class_chars(chars: Iterable[str]) -> str:
