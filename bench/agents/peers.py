@@ -166,9 +166,8 @@ async def run_peer(python: Path, peer: str, target: Any, task: Any, record: Any,
 
 
 async def bench(args: argparse.Namespace, python: Path, target: Any) -> None:
-    from dataclasses import asdict
 
-    from bench.agents.suite import Record, summary
+    from bench.agents.suite import Record, report, summary
     from bench.agents.tasks import by_id
 
     tasks = by_id([i for item in args.tasks or [] for i in item.split(",") if i])
@@ -186,15 +185,7 @@ async def bench(args: argparse.Namespace, python: Path, target: Any) -> None:
                                     args.temperature, {})
                     await run_peer(python, peer, target, task, record, args.max_tokens)
                     records.append(record)
-                    tokens = (f", {record.server.evaluated} prompt tokens evaluated "
-                              f"({record.server.reused} from cache), {record.server.requests} calls"
-                              if record.server else "")
-                    print(f"[{peer}] {task.id} run {run}: {'ok' if record.ok else 'FAIL'} "
-                          f"({record.steps} model calls, {record.wall_s:.1f} s{tokens}) "
-                          f"{'' if record.ok else record.why[:200]}", file=sys.stderr, flush=True)
-                    if out is not None:
-                        out.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
-                        out.flush()
+                    report(record, peer, f"{record.steps} model calls", out)
     finally:
         if out is not None:
             out.close()

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 ROOT = Path(__file__).resolve().parents[2]
 for _path in (ROOT, ROOT / "clients" / "python", ROOT / "server"):
@@ -301,20 +301,26 @@ async def bench(args: argparse.Namespace, target: Target) -> list[Record]:
                                     args.temperature, harness)
                     await run_once(target, task, record, tree, args.max_tokens, harness)
                     records.append(record)
-                    tokens = (f", {record.server.evaluated} prompt tokens evaluated "
-                              f"({record.server.reused} from cache), {record.server.requests} calls"
-                              if record.server else "")
-                    print(f"[{mode}] {task.id} run {run}: {'ok' if record.ok else 'FAIL'} "
-                          f"({record.stop_reason}, {record.steps} steps, {record.wall_s:.1f} s{tokens}) "
-                          f"{'' if record.ok else record.why}", file=sys.stderr, flush=True)
-                    if out is not None:
-                        out.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
-                        out.flush()
+                    report(record, mode, f"{record.stop_reason}, {record.steps} steps", out)
     finally:
         if out is not None:
             out.close()
     print(f"\n{describe_run(args, target, tree, modes, harness)}\n\n{summary(records)}")
     return records
+
+
+def report(record: Record, column: str, what: str, out: TextIO | None) -> None:
+    """One run's line on stderr (with the server's token counts when it has them), and its record in
+    the --json-out file."""
+    tokens = (f", {record.server.evaluated} prompt tokens evaluated "
+              f"({record.server.reused} from cache), {record.server.requests} calls"
+              if record.server else "")
+    print(f"[{column}] {record.task} run {record.run}: {'ok' if record.ok else 'FAIL'} "
+          f"({what}, {record.wall_s:.1f} s{tokens}) {'' if record.ok else record.why[:200]}",
+          file=sys.stderr, flush=True)
+    if out is not None:
+        out.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
+        out.flush()
 
 
 def main() -> int:
