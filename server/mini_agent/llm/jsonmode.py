@@ -387,6 +387,8 @@ _MAX_EXCLUDED = 16
 _GAP = 80  # characters an answer that must hold words may write before each of them
 # a character of a JSON string the model may write: what the patterns below use for "any"
 _ANY = r'[^"\\]'
+# … and one that cannot be part of a word: what stands between a held word and its neighbours
+_APART = r'[^"\\A-Za-z0-9_]'
 
 
 def unspent(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> list[ToolSpec]:
@@ -470,11 +472,14 @@ def _branch(node: dict[str, Any]) -> str:
 
 
 def _holding(words: Sequence[str]) -> str:
-    """A pattern for a string holding `words` in order, each within `_GAP` characters of the one before
-    (or of the start): with unbounded gaps a small model wrote on past its token limit without them."""
-    gap = _ANY + "{0," + str(_GAP) + "}"
+    """A pattern for a string holding `words` in order, each a whole word (no letter, digit or `_`
+    joined to either side: "sametrics.python" does not hold "metrics.py"), each within `_GAP`
+    characters of the one before (or of the start): with unbounded gaps a small model wrote on past its
+    token limit without them."""
+    lead = "(" + _ANY + "{0," + str(_GAP - 1) + "}" + _APART + ")?"
+    between = _APART + lead
     spelled = ("".join(_literal(char) for char in word) for word in words)
-    return "^" + gap + gap.join(spelled) + _ANY + "*$"
+    return "^" + lead + between.join(spelled) + "(" + _APART + _ANY + "*)?$"
 
 
 def _class_chars(chars: Iterable[str]) -> str:

@@ -161,4 +161,13 @@ def test_a_turn_that_must_hold_words_is_a_final_answer_holding_them_in_order() -
     pattern = re.compile(schema["properties"]["action"]["properties"]["final_answer"]["pattern"])
     assert schema["properties"]["action"]["required"] == ["final_answer"]
     assert pattern.fullmatch("The files are metrics.py, schema.py and tools.py; 21 lines.")
+    assert pattern.fullmatch("metrics.py tools.py") and pattern.fullmatch("- metrics.py\n- tools.py")
     assert not pattern.fullmatch("schema.py has 21 lines.") and not pattern.fullmatch("tools.py, metrics.py")
+
+
+def test_a_word_the_answer_must_hold_stands_alone_not_inside_another() -> None:
+    schema = jsonmode.turn_schema([], ("metrics.py", "tools.py"))
+    pattern = re.compile(schema["properties"]["action"]["properties"]["final_answer"]["pattern"])
+    assert not pattern.fullmatch("sametrics.python and tools.py")
+    assert not pattern.fullmatch("metrics.py and mytools.py")
+    assert not pattern.fullmatch("metrics.py and tools.pyc")
