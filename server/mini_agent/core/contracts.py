@@ -279,11 +279,14 @@ class Harness:
     already has in this turn (a tool without arguments called already).
     `final_check`: a final answer that leaves out a result this turn gathered gets one more turn, with
     the task shown again, before it is taken.
+    `repair_hints`: a call that failed while it set an optional argument away from its declared default
+    is shown, beside the error, that the argument is optional and what leaving it out means (`repair`).
     """
 
     text_calls: bool = True
     prune_repeats: bool = True
     final_check: bool = True
+    repair_hints: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 
-from mini_agent.core import answercheck
+from mini_agent.core import answercheck, repair
 from mini_agent.core.approvals import Approvals, pending_for
 from mini_agent.core.budget import spent_on_context, too_long, window_use
 from mini_agent.core.checkpoints import Checkpoints
@@ -305,6 +305,8 @@ class Stepper:
                     observation = await self._tools.execute(call, session_id=session.session_id)
                 finally:
                     LIVE_SINK.reset(live)
+                if observation.is_error and session.config.llm.harness.repair_hints:
+                    observation = _with_hint(observation, repair.hint(call, self._tools.get(call.name)))
             self._observe(session, record, self._context.fit(session, record, observation))
 
         try:
@@ -414,6 +416,11 @@ def _cancelled(session: AgentSession) -> StepRecord:
         last.stop_reason = StopReason.CANCELLED
         return last
     return StepRecord(index=len(session.steps), stop_reason=StopReason.CANCELLED)
+
+
+def _with_hint(observation: Observation, text: str) -> Observation:
+    """The error observation with a repair hint after the error's text."""
+    return replace(observation, output=observation.output + "\n" + text) if text else observation
 
 
 def note(call: ToolCall, text: str) -> Observation:

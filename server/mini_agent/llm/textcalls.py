@@ -9,7 +9,9 @@ Pure functions, no I/O. `read` finds, in a reply's text, the calls in the common
   `{"function": {"name": …, "arguments": "…"}}`, arguments as a JSON string or an object);
 - the same object between `<tool_call>` and `</tool_call>` (Qwen's and Hermes' chat templates), fenced
   in markdown or bare;
-- a JSON list of such objects.
+- a JSON list of such objects;
+- an object whose braces are doubled, `{{"name": …, "arguments": {…}}}` (what a model writes after
+  reading a prompt template's escaped braces), read as the object inside the outer brace.
 
 Only a call naming a listed tool counts, and only objects that start a line (or follow a fence or a
 tag) are read, so an example buried in prose stays prose. JSON is decoded, never repaired. The scan
@@ -34,7 +36,7 @@ _NAME_KEYS = ("name", "tool", "tool_name")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 # where a written call may begin: the start of a line (after indentation or a list marker), or right
 # after an opening tag or fence
-_START = re.compile(r"(?m)(?:^[ \t]*(?:[-*][ \t]+)?|<tool_call>\s*|```[a-zA-Z]*\s*)([\[{])")
+_START = re.compile(r"(?m)(?:^[ \t]*(?:[-*][ \t]+)?|<tool_call>\s*|<tools>\s*|```[a-zA-Z]*\s*)([\[{])")
 _DECODER = json.JSONDecoder()
 
 
@@ -60,12 +62,21 @@ def read(text: str, tools: Sequence[ToolSpec]) -> list[TextCall]:
         start = match.start(1)
         if start < end:  # inside a value already read
             continue
-        try:
-            value, end = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):
+        decoded = _decode(text, start)
+        if decoded is None and text.startswith("{{", start):
+            decoded = _decode(text, start + 1)
+        if decoded is None:
             continue
+        value, end = decoded
         calls.extend(_calls(value, names))
     return calls[:MAX_CALLS]
+
+
+def _decode(text: str, start: int) -> tuple[Any, int] | None:
+    try:
+        return _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _calls(value: Any, names: set[str]) -> Iterable[TextCall]:

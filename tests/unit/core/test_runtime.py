@@ -267,3 +267,39 @@ async def test_a_session_past_its_first_model_turn_keeps_its_tool_set() -> None:
     runtime.prompt(session.session_id, "and now?")
     assert runtime.add_tools(session.session_id, [ECHO]) == []
     assert session.tools == []
+
+
+# --- repair hints (llm.harness.repairHints) ------------------------------------------------------------
+
+LISTER = ToolSpec(
+    "list_files",
+    "List a folder.",
+    {"type": "object", "properties": {"directory": {"type": "string", "default": "."}}},
+)
+
+
+class Folders(Tools):
+    """`list_files` that knows one folder, the default."""
+
+    async def execute(self, call: ToolCall, *, session_id: str) -> Observation:
+        self.ran.append(call)
+        folder = call.arguments.get("directory", ".")
+        if folder != ".":
+            return Observation(call.id, call.name, f"no directory named {folder!r}", is_error=True)
+        return Observation(call.id, call.name, '["a.py"]')
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("repair_hints", [True, False])
+async def test_a_failed_call_that_set_an_optional_argument_is_told_it_may_leave_it_out(
+    repair_hints: bool,
+) -> None:
+    model = ScriptedModel(action(call("list_files", 1, directory="./workspace")), answer("a.py"))
+    runtime, _ = build(model, Folders(LISTER))
+    llm = dataclasses.replace(LLMConfig(), harness=Harness(repair_hints=repair_hints))
+    summary = await runtime.run(runtime.start_session("Which files are there?", llm=llm).session_id)
+    shown = model.seen[1][-1]
+    assert shown.role is Role.TOOL and shown.content.startswith("no directory named './workspace'")
+    hint = 'Note: `directory` (default ".") is optional; leaving it out uses its default.'
+    assert (hint in shown.content) is repair_hints
+    assert summary.session.steps[0].observations[0].output == shown.content

@@ -49,6 +49,18 @@ def test_a_list_of_calls_and_several_tagged_calls_are_read_in_order() -> None:
     assert found(listed) == expected and found(tagged) == expected
 
 
+def test_calls_with_doubled_braces_in_tools_tags_are_read_as_the_object_inside() -> None:
+    # what Qwen2.5-Coder-1.5B wrote on llama-cpp-python, which ignored `tools`
+    text = (
+        '<tools>\n{{"name": "list_python_files", "arguments": {"directory": "."}}}\n</tools>\n\n'
+        '<tools>\n{{"name": "count_file_lines", "arguments": {"file_path": "schema.py"}}}\n</tools>'
+    )
+    assert found(text) == [
+        ("list_python_files", {"directory": "."}),
+        ("count_file_lines", {"file_path": "schema.py"}),
+    ]
+
+
 @pytest.mark.parametrize(
     "text",
     [
