@@ -145,16 +145,3 @@ def test_settings_come_from_the_option_or_the_environment() -> None:
     assert settings(None, None, captured) == Settings(None, True)
     assert settings(None, None, {**env, "OTEL_SDK_DISABLED": "true"}) is None
     assert settings("http://h", None, {"OTEL_TRACES_EXPORTER": "none"}) is None
-
-
-def test_a_span_made_current_is_the_trace_context_a_tool_host_hands_on() -> None:
-    from mini_agent.plumbing import tracecontext
-    from mini_agent.telemetry import otel
-    from opentelemetry.sdk.trace import TracerProvider
-
-    spans = otel.SdkSpans(TracerProvider())
-    span = spans.start("execute_tool echo", 0, {})
-    with span.current():
-        inside = tracecontext.TRACEPARENT.get()
-    assert inside is not None and inside == span.traceparent()
-    assert tracecontext.TRACEPARENT.get() is None
