@@ -26,7 +26,7 @@ from mini_agent.acp.agent import MiniAgent
 from mini_agent.acp.transport import LineTransport
 from mini_agent.core.errors import AgentError, error_data
 from mini_agent.core.strict import invalid
-from mini_agent.plumbing import eventloop
+from mini_agent.plumbing import eventloop, jsonrpc
 from mini_agent.plumbing.pipes import SafeWriter
 from mini_agent.plumbing.stdout import claim_stdout
 
@@ -51,7 +51,7 @@ def handler_for(agent: MiniAgent) -> Handler:
         except AgentError as exc:
             raise _request_error(exc) from None
         except RequestError as exc:
-            if exc.code == -32601:
+            if exc.code == jsonrpc.METHOD_NOT_FOUND:
                 raise RequestError(exc.code, f"Method not found: {method}", exc.data) from None
             raise
 

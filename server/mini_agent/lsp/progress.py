@@ -1,7 +1,6 @@
 """How the LSP door runs agent/step and agent/run: `$/progress` begin/report/end with one short line
-per event, so stock clients show a spinner, and `$/cancelRequest` turned into a graceful stop; and
-the other way, a request to the client that the daemon stops waiting for is cancelled with
-`$/cancelRequest` (`ask_client`), so the editor can close the prompt it shows."""
+per event, so stock clients show a spinner, and `$/cancelRequest` turned into a graceful stop (the
+other way, a request to the client the daemon stops waiting for, is `outgoing.py`'s)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -21,17 +20,6 @@ if TYPE_CHECKING:
     from mini_agent.app.workspace import Workspace
 
 T = TypeVar("T")
-
-
-async def ask_client(server: LanguageServer, method: str, params: Any) -> Any:
-    """Send a request to the client and await its answer; when the waiter is cancelled (a timeout,
-    the step cancelled) the client is told with `$/cancelRequest`."""
-    msg_id = uuid.uuid4().hex
-    try:
-        return await server.protocol.send_request_async(method, params, msg_id=msg_id)
-    except asyncio.CancelledError:
-        server.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
-        raise
 
 
 async def cancellable(work: Awaitable[T], cancel: Callable[[], object], stopping: Callable[[], bool]) -> T:

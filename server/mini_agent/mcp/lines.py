@@ -24,7 +24,6 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from mini_agent.plumbing import jsonrpc
-from mini_agent.plumbing.jsonrpc import INVALID_PARAMS as INVALID_PARAMS  # mcp/server.py's, for now
 from mini_agent.plumbing.jsonrpc import JsonRpcError
 
 log = logging.getLogger(__name__)

@@ -34,9 +34,10 @@ from mini_agent import __version__
 from mini_agent.app.options import ToolHostOptions
 from mini_agent.core.strict import invalid
 from mini_agent.mcp.bounds import HttpBounds
-from mini_agent.mcp.lines import INVALID_PARAMS, CheckedLines
+from mini_agent.mcp.lines import CheckedLines
 from mini_agent.mcp.results import call_result, mcp_tool, run_call
 from mini_agent.mcp.watch import Clients, Watcher
+from mini_agent.plumbing.jsonrpc import INVALID_PARAMS
 from mini_agent.telemetry.config import settings
 from mini_agent.tools.registry import RegistrationError, ToolRegistry
 
