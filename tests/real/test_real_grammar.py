@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from mini_agent.core.contracts import LLMConfig, Message, Role, ToolCall, ToolSpec
-from mini_agent.llm import jsonmode
+from mini_agent.llm import narrowing
 from mini_agent.llm.client import OpenAICompatibleClient
 
 from ..support.llama import MODEL_ALIAS, REQUEST_TIMEOUT, LlamaServer, start_llama, within
@@ -47,7 +47,7 @@ async def test_the_grammar_without_spent_calls_compiles_on_llama_cpp_and_holds(l
         Message(Role.ASSISTANT, "opening", tool_calls=(*calls, ToolCall("t", "now", {}))),
         *(Message(Role.TOOL, "text", tool_call_id=call.id) for call in [*calls, ToolCall("t", "now", {})]),
     ]
-    offered = jsonmode.unspent([OPEN, NOW], history)
+    offered = narrowing.unspent([OPEN, NOW], history)
     assert [tool.name for tool in offered] == ["open_file"] and "pattern" in str(offered[0].input_schema)
     config = LLMConfig(base_url=llama.base_url, model=MODEL_ALIAS, tool_mode="json", max_tokens=48,
                        timeout_sec=REQUEST_TIMEOUT)

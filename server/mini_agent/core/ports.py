@@ -6,7 +6,7 @@ permission prompt); tests hand in fakes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from mini_agent.core.contracts import (
@@ -33,11 +33,14 @@ class LLMClient(Protocol):
         on_retry: NoticeSink | None = None,
         turn_mode: str | None = None,
         answer_with: Sequence[str] = (),
+        leave_out: Mapping[str, Sequence[str]] | None = None,
     ) -> LLMResponse:
         """One model turn. `turn_mode` is the tool mode the turn's previous reply came in (None on a
         turn's first request): a model adapter that picks modes itself keeps a turn in one form.
         `answer_with`: words this turn's final answer must hold (the final check's left-out results);
-        an adapter that can constrain the reply (json mode's grammar) makes this turn that answer."""
+        an adapter that can constrain the reply (json mode's grammar) makes this turn that answer.
+        `leave_out`: per tool, optional arguments this turn's call may not set (the repair hints'); an
+        adapter that can constrain the reply leaves them out of the call, so it takes the defaults."""
         ...
 
 

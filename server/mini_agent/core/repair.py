@@ -6,15 +6,21 @@ its step budget ends. When a call that failed set an optional argument away from
 tool's schema declares, the model is told so beside the error, in the words of the schema: the
 argument is optional, its default, and that leaving it out uses the default. Nothing else about the
 error changes, and a call that failed with only required arguments, or with defaults, gets no hint.
-Pure: no I/O.
+
+A model that fails the same way again is held to the hint where the reply can be constrained: when the
+last two calls of a tool in this turn both failed while setting the same optional argument away from
+its default, that argument is one the next request may not set (`pinned`; json mode's grammar leaves
+it out, so the call takes the default). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.core.session import StepRecord
 
 HINT = "Note: {args} optional; leaving {it} out uses {its} default."
 _SHOWN_LIMIT = 60  # characters of a default shown in the hint
@@ -23,24 +29,51 @@ _SHOWN_LIMIT = 60  # characters of a default shown in the hint
 def hint(call: ToolCall, spec: ToolSpec | None) -> str:
     """The hint for `call`, which failed: its optional arguments that hold something other than their
     declared default; '' when there is none."""
-    if spec is None:
-        return ""
-    properties = spec.input_schema.get("properties")
-    if not isinstance(properties, dict):
-        return ""
-    required = set(spec.input_schema.get("required", ()))
-    away: list[str] = []
-    for name, value in call.arguments.items():
-        schema = properties.get(name)
-        if name in required or not isinstance(schema, dict) or "default" not in schema:
-            continue
-        if value != schema["default"]:
-            away.append(f"`{name}` (default {_shown(schema['default'])})")
+    defaults = _defaults(spec)
+    away = [f"`{name}` (default {_shown(defaults[name])})" for name in _away(call, defaults)]
     if not away:
         return ""
     one = len(away) == 1
     args = away[0] + " is" if one else ", ".join(away) + " are"
     return HINT.format(args=args, it="it" if one else "one", its="its")
+
+
+def pinned(
+    turn: Sequence[StepRecord], spec_of: Callable[[str], ToolSpec | None]
+) -> dict[str, tuple[str, ...]]:
+    """Per tool, the optional arguments the next request may not set: those that its last two calls in
+    `turn` (the current user turn's steps, oldest first) both set away from their defaults, where both
+    calls failed."""
+    history: dict[str, list[tuple[bool, set[str]]]] = {}
+    for record in turn:
+        failed = {obs.call_id for obs in record.observations if obs.is_error}
+        for call in record.tool_calls:
+            away = set(_away(call, _defaults(spec_of(call.name))))
+            history.setdefault(call.name, []).append((call.id in failed, away))
+    out: dict[str, tuple[str, ...]] = {}
+    for name, calls in history.items():
+        if len(calls) >= 2 and calls[-1][0] and calls[-2][0]:
+            both = calls[-1][1] & calls[-2][1]
+            if both:
+                out[name] = tuple(sorted(both))
+    return out
+
+
+def _defaults(spec: ToolSpec | None) -> dict[str, Any]:
+    """The optional arguments of `spec` that declare a default, with it."""
+    properties = spec.input_schema.get("properties") if spec is not None else None
+    if spec is None or not isinstance(properties, dict):
+        return {}
+    required = set(spec.input_schema.get("required", ()))
+    return {
+        name: schema["default"]
+        for name, schema in properties.items()
+        if name not in required and isinstance(schema, dict) and "default" in schema
+    }
+
+
+def _away(call: ToolCall, defaults: dict[str, Any]) -> list[str]:
+    return [name for name, value in call.arguments.items() if name in defaults and value != defaults[name]]
 
 
 def _shown(value: Any) -> str:

@@ -141,6 +141,8 @@ class Stepper:
         last = session.steps[-1] if len(session.steps) > session.turn_start else None
         turn_mode = last.tool_mode or None if last is not None else None
         answer_with = answercheck.asked_words(last) if last is not None else ()
+        turn = session.steps[session.turn_start :]
+        leave_out = repair.pinned(turn, self._tools.get) if session.config.llm.harness.repair_hints else {}
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
             reply = self._llm.generate(
@@ -151,6 +153,7 @@ class Stepper:
                 on_retry=on_retry,
                 turn_mode=turn_mode,
                 answer_with=answer_with,
+                leave_out=leave_out,
             )
             try:
                 response = await flight.race(reply)

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mini_agent.core.contracts import (
@@ -29,7 +29,7 @@ from mini_agent.core.contracts import (
     ToolMode,
     ToolSpec,
 )
-from mini_agent.llm import jsonmode, native, react
+from mini_agent.llm import jsonmode, narrowing, native, react
 from mini_agent.llm.failures import (
     ERROR_BODY_LIMIT,
     IGNORED_FORMAT,
@@ -127,6 +127,7 @@ class OpenAICompatibleClient:
         on_retry: NoticeSink | None = None,
         turn_mode: str | None = None,
         answer_with: Sequence[str] = (),
+        leave_out: Mapping[str, Sequence[str]] | None = None,
     ) -> LLMResponse:
         announced = (config.base_url, config.model, config.tool_mode)
         if announced not in self._announced:
@@ -134,7 +135,10 @@ class OpenAICompatibleClient:
             log.info("model requests go to %s (model %s, tool mode %s)", *announced)
         token = ON_RETRY.set(on_retry)
         try:
-            return await self._generate(messages, tools, config, on_text, turn_mode, tuple(answer_with))
+            narrow = narrowing.Narrowing(
+                tuple(answer_with), {name: tuple(args) for name, args in (leave_out or {}).items()}
+            )
+            return await self._generate(messages, tools, config, on_text, turn_mode, narrow)
         finally:
             ON_RETRY.reset(token)
 
@@ -145,11 +149,11 @@ class OpenAICompatibleClient:
         config: LLMConfig,
         on_text: TextSink | None,
         turn_mode: str | None = None,
-        must_hold: tuple[str, ...] = (),
+        narrow: narrowing.Narrowing = narrowing.NOT_NARROWED,
     ) -> LLMResponse:
         if config.tool_mode != "auto":
             return await self._in_mode(
-                config.tool_mode, messages, tools, config, on_text, fallback=False, must_hold=must_hold
+                config.tool_mode, messages, tools, config, on_text, fallback=False, narrow=narrow
             )
         key = (config.base_url, config.model)
         learned = self._auto_mode.get(key, _AUTO_ORDER[0])
@@ -159,7 +163,7 @@ class OpenAICompatibleClient:
         for mode in _AUTO_ORDER[_AUTO_ORDER.index(learned) :]:
             try:
                 response = await self._in_mode(
-                    mode, messages, tools, config, on_text, fallback=True, must_hold=must_hold
+                    mode, messages, tools, config, on_text, fallback=True, narrow=narrow
                 )
             except _ToolsIgnored:
                 why = IGNORED_TOOLS
@@ -195,12 +199,12 @@ class OpenAICompatibleClient:
         on_text: TextSink | None,
         *,
         fallback: bool,
-        must_hold: tuple[str, ...] = (),
+        narrow: narrowing.Narrowing = narrowing.NOT_NARROWED,
     ) -> LLMResponse:
         """One mode's request; with `fallback`, a refusal raises `_Refused` instead of an `LLMError`.
-        `must_hold`: words the final answer must hold, which json mode's grammar can make it hold."""
+        `narrow`: what json mode's grammar holds this turn to (the other modes cannot)."""
         if mode == "json":
-            return await self._json(messages, tools, config, on_text, fallback=fallback, must_hold=must_hold)
+            return await self._json(messages, tools, config, on_text, fallback=fallback, narrow=narrow)
         if mode == "native":
             return await self._native(messages, tools, config, on_text, fallback=fallback)
         return await self._react(messages, tools, config, on_text)
@@ -226,7 +230,7 @@ class OpenAICompatibleClient:
         on_text: TextSink | None,
         *,
         fallback: bool,
-        must_hold: tuple[str, ...] = (),
+        narrow: narrowing.Narrowing = narrowing.NOT_NARROWED,
     ) -> LLMResponse:
         """One schema-constrained turn: OpenAI's `json_schema` form first, `json_object` if refused.
 
@@ -237,7 +241,9 @@ class OpenAICompatibleClient:
         payload = _payload(config, react.render_messages(messages, tools, jsonmode.PROTOCOL))
         refusable = fallback or form == "json_schema"
         streamed = Sink(on_text)  # a reply taken as ReAct is streamed whole, as react mode streams
-        offered = jsonmode.unspent(tools, messages) if config.harness.prune_repeats else tools
+        offered = narrowing.unspent(tools, messages) if config.harness.prune_repeats else tools
+        offered = narrowing.without_arguments(offered, narrow.leave_out)
+        must_hold = narrow.must_hold
         try:
             done = await self._json_once(payload, offered, form, config, streamed, refusable, must_hold)
         except _FormatRejected:

@@ -301,3 +301,43 @@ async def test_a_loaded_session_replays_the_thought_not_the_raw_json(
         return [thought_chunks(client, session_id, step) for step in (0, 1)]
 
     assert thoughts(live) == ["Listing first.", "Done."] == thoughts(fresh)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("repair_hints", [True, False])
+async def test_an_optional_argument_that_failed_twice_is_left_out_of_the_next_grammar(
+    workspace: Path, daemon_factory: Callable[..., Any], repair_hints: bool
+) -> None:
+    """Repair hints through the daemon: each failed call that set `directory` away from its default is
+    told it may leave it out; after two, the next turn's schema cannot set it, so the call takes the
+    default (the prompt's tool list stays as it was)."""
+    made_up = [turn("look there", "list_python_files", directory=f"./workspace{n}") for n in range(2)]
+    turns = [
+        {"content": text}
+        for text in [*made_up, turn("the root", "list_python_files"), turn("ok", answer="3")]
+    ]
+    async with ReplayServer({"turns": turns}) as model:
+        options = json_options(model)
+        options["llm"]["harness"] = {"repairHints": repair_hints}
+        client = await daemon_factory(options)
+        await client.request("agent/registerTool", {"path": "tools.py"})
+        session_id = (await client.request("agent/startSession", {"task": "Which Python files are there?"}))[
+            "sessionId"
+        ]
+        steps = [await client.request("agent/step", {"sessionId": session_id}) for _ in range(4)]
+
+    outputs = [step["observations"][0]["output"] for step in steps[:3]]
+    hint = 'Note: `directory` (default ".") is optional; leaving it out uses its default.'
+    assert [hint in output for output in outputs[:2]] == [repair_hints] * 2
+    assert "schema.py" in outputs[2] and steps[3]["finalAnswer"] == "3"
+
+    def directory_settable(request: int) -> bool:
+        branches = model.response_formats[request]["json_schema"]["schema"]["properties"]["action"]["anyOf"]
+        lister = next(
+            b for b in branches if b["properties"].get("tool", {}).get("const") == "list_python_files"
+        )
+        return "directory" in lister["properties"]["arguments"]["properties"]
+
+    assert [directory_settable(n) for n in range(4)] == [True, True, not repair_hints, True]
+    systems = {request["messages"][0]["content"] for request in model.requests}
+    assert len(systems) == 1

@@ -4,7 +4,8 @@ default is told the argument is optional; any other failed call gets no hint."""
 from __future__ import annotations
 
 from mini_agent.core import repair
-from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.core.contracts import Observation, ToolCall, ToolSpec
+from mini_agent.core.session import StepRecord
 
 LIST = ToolSpec(
     "list_python_files",
@@ -45,3 +46,27 @@ def test_defaults_required_arguments_and_unknown_tools_get_no_hint() -> None:
     assert repair.hint(call("list_python_files", limit=3), LIST) == ""  # optional, but no default declared
     assert repair.hint(call("count_file_lines", file_path="nope.py"), COUNT) == ""
     assert repair.hint(call("gone", directory="x"), None) == ""
+
+
+def record(index: int, *calls: ToolCall, failed: bool) -> StepRecord:
+    step = StepRecord(index=index, tool_calls=list(calls))
+    step.observations = [Observation(c.id, c.name, "no such folder", is_error=failed) for c in calls]
+    return step
+
+
+def numbered(n: int, name: str, **arguments: object) -> ToolCall:
+    return ToolCall(f"c{n}", name, dict(arguments))
+
+
+def test_an_optional_argument_that_failed_twice_in_a_row_is_pinned_to_its_default() -> None:
+    spec_of = {"list_python_files": LIST, "count_file_lines": COUNT}.get
+    first = record(0, numbered(1, "list_python_files", directory="./a"), failed=True)
+    second = record(1, numbered(2, "list_python_files", directory="./b", pattern="*.txt"), failed=True)
+    assert repair.pinned([first], spec_of) == {}
+    assert repair.pinned([first, second], spec_of) == {"list_python_files": ("directory",)}
+    fixed = record(2, numbered(3, "list_python_files"), failed=False)
+    assert repair.pinned([first, second, fixed], spec_of) == {}  # the last call worked
+    required = [
+        record(n, numbered(n, "count_file_lines", file_path=f"{n}.py"), failed=True) for n in range(2)
+    ]
+    assert repair.pinned(required, spec_of) == {}  # a required argument is never pinned

@@ -1,0 +1,165 @@
+"""What json mode's grammar learns from the loop: the next turn's tool schemas narrowed so that what
+cannot be right cannot be written (`llm.harness`).
+
+- `unspent` (`pruneRepeats`): a call identical to one whose result the model already has in this turn;
+- `without_arguments` (`repairHints`): optional arguments that failed twice away from their defaults
+  (`core.repair.pinned` names them), so the call takes the defaults;
+- `holding` (`finalCheck`): the pattern that makes the answer after the final check hold the words it
+  left out.
+
+The prompt's tool list never changes (the server's prefix cache); only `response_format` does. Every
+pattern here is written for llama.cpp's schema-to-grammar compiler, which passes escapes on to its
+grammar and crashes on most of them: special characters go alone in a class (`[.]`). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mini_agent.core.contracts import Message, Role, ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Narrowing:
+    """What the loop holds one json turn to, beyond the tools' own schemas: `must_hold`, words its final
+    answer must hold (the final check's); `leave_out`, per tool, arguments its call may not set (the
+    repair hints': they failed twice away from their defaults, so the call takes the defaults)."""
+
+    must_hold: tuple[str, ...] = ()
+    leave_out: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+NOT_NARROWED = Narrowing()
+
+
+# Values a pruned string argument may be excluded from: plain names and paths, short enough that the
+# pattern the grammar compiles stays small. Anything else leaves the tool as it was.
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9_./ :@+-]{0,80}")
+_MAX_EXCLUDED = 16
+_GAP = 80  # characters an answer that must hold words may write before each of them
+# a character of a JSON string the model may write: what the patterns below use for "any"
+_ANY = r'[^"\\]'
+# … and one that cannot be part of a word: what stands between a held word and its neighbours
+_APART = r'[^"\\A-Za-z0-9_]'
+
+
+def unspent(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> list[ToolSpec]:
+    """`tools` as the next json turn may call them: a call identical to one whose result the model
+    already has in this turn cannot be written.
+
+    What the grammar can express exactly: a tool without arguments, once called, is left out; a tool
+    with one string argument may not take a value already used (a `pattern` excluding those values,
+    the default counted for a call that left it out). Other tools are offered as they are; the loop
+    detector still notes their repeats. The prompt's tool list is not changed (the prefix cache).
+    """
+    spent = _spent_calls(messages)
+    offered: list[ToolSpec] = []
+    for tool in tools:
+        calls = spent.get(tool.name)
+        if not calls:
+            offered.append(tool)
+            continue
+        schema = _excluding(tool.input_schema, calls)
+        if schema is not None:
+            offered.append(ToolSpec(tool.name, tool.description, schema))
+    return offered
+
+
+def without_arguments(tools: Sequence[ToolSpec], leave_out: Mapping[str, Sequence[str]]) -> list[ToolSpec]:
+    """`tools` with the named optional arguments gone from their schemas (a required one stays)."""
+    offered: list[ToolSpec] = []
+    for tool in tools:
+        names = set(leave_out.get(tool.name, ())) - set(tool.input_schema.get("required", ()))
+        properties = tool.input_schema.get("properties")
+        if names and isinstance(properties, dict):
+            kept = {key: value for key, value in properties.items() if key not in names}
+            schema = {**tool.input_schema, "properties": kept, "additionalProperties": False}
+            tool = replace(tool, input_schema=schema)
+        offered.append(tool)
+    return offered
+
+
+def _spent_calls(messages: Sequence[Message]) -> dict[str, list[dict[str, Any]]]:
+    """The arguments of each call of the current user turn that has its result in the history."""
+    last_user = max((n for n, m in enumerate(messages) if m.role is Role.USER), default=0)
+    answered = {m.tool_call_id for m in messages[last_user:] if m.role is Role.TOOL and m.tool_call_id}
+    spent: dict[str, list[dict[str, Any]]] = {}
+    for message in messages[last_user:]:
+        for call in message.tool_calls:
+            if call.id in answered and call.parse_error is None:
+                spent.setdefault(call.name, []).append(call.arguments)
+    return spent
+
+
+def _excluding(schema: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """`schema` that no longer admits `calls`; None when nothing but those calls was admitted."""
+    properties = schema.get("properties")
+    if not properties:
+        return None
+    if not isinstance(properties, dict) or len(properties) != 1:
+        return schema
+    ((name, prop),) = properties.items()
+    if not isinstance(prop, dict) or prop.get("type") != "string" or {"enum", "const", "pattern"} & set(prop):
+        return schema
+    used = [call.get(name, prop.get("default")) for call in calls]
+    values = sorted({value for value in used if isinstance(value, str)})
+    if len(values) != len(set(used)) or len(values) > _MAX_EXCLUDED:
+        return schema  # a call without the value and no default to stand for it, or too many to write
+    if not all(_PLAIN_VALUE.fullmatch(value) for value in values):
+        return schema
+    left_out = name not in schema.get("required", ()) and prop.get("default") in values
+    required = [name] if left_out or name in schema.get("required", ()) else []
+    pruned = {**prop, "pattern": "^" + _none_of(values) + "$"}
+    return {**schema, "properties": {name: pruned}, "required": required}
+
+
+def _none_of(values: list[str]) -> str:
+    """A regular expression (the subset llama.cpp's grammar compiler reads: plain groups, classes,
+    `*`, `+`) matching every string except those in `values`, built from their trie."""
+    trie: dict[str, Any] = {}
+    for value in values:
+        node = trie
+        for char in value:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return _branch(trie)
+
+
+def _branch(node: dict[str, Any]) -> str:
+    children = {char: child for char, child in node.items() if char}
+    ends_here = "" in node
+    if not children:
+        return _ANY + "+"  # the value itself is excluded: only longer strings remain
+    others = "[^" + '"\\\\' + _class_chars(children) + "]" + _ANY + "*"
+    options = [others, *(_literal(char) + _branch(child) for char, child in children.items())]
+    if not ends_here:
+        options.insert(0, "")  # a proper prefix of the values is another value
+    return "(" + "|".join(options) + ")"
+
+
+def holding(words: Sequence[str]) -> str:
+    """A pattern for a string holding `words` in order, each a whole word (no letter, digit or `_`
+    joined to either side: "sametrics.python" does not hold "metrics.py"), each within `_GAP`
+    characters of the one before (or of the start): with unbounded gaps a small model wrote on past its
+    token limit without them."""
+    lead = "(" + _ANY + "{0," + str(_GAP - 1) + "}" + _APART + ")?"
+    between = _APART + lead
+    spelled = ("".join(_literal(char) for char in word) for word in words)
+    return "^" + lead + between.join(spelled) + "(" + _APART + _ANY + "*)?$"
+
+
+def _class_chars(chars: Iterable[str]) -> str:
+    """Characters for a class, written with no escape: llama.cpp's compiler passes escapes on to its
+    grammar, which refuses most of them (`\\.`, `\\-`) and then crashes the server. `_PLAIN_VALUE`
+    holds no `]`, `\\` or `^`; a `-` goes last, where it is itself."""
+    ordered = sorted(chars, key=lambda char: char == "-")
+    return "".join(ordered)
+
+
+def _literal(char: str) -> str:
+    """One character as the pattern must say it: letters and digits bare, anything else alone in a
+    class (`[.]`), for the same reason."""
+    return char if char.isalnum() or char == "_" else "[" + char + "]"
