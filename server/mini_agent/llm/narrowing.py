@@ -40,10 +40,11 @@ NOT_NARROWED = Narrowing()
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9_./ :@+-]{0,80}")
 _MAX_EXCLUDED = 16
 _GAP = 80  # characters an answer that must hold words may write before each of them
-# a character of a JSON string the model may write: what the patterns below use for "any"
-_ANY = r'[^"\\]'
+# a character of a JSON string the model may write without an escape (no quote, backslash or control
+# character, as llama.cpp's own string rule; GBNF knows `\x` in a class): the patterns' "any"
+_ANY = r'[^"\\\x7F\x00-\x1F]'
 # … and one that cannot be part of a word: what stands between a held word and its neighbours
-_APART = r'[^"\\A-Za-z0-9_]'
+_APART = r'[^"\\\x7F\x00-\x1FA-Za-z0-9_]'
 
 
 def unspent(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> list[ToolSpec]:
@@ -133,7 +134,7 @@ def _branch(node: dict[str, Any]) -> str:
     ends_here = "" in node
     if not children:
         return _ANY + "+"  # the value itself is excluded: only longer strings remain
-    others = "[^" + '"\\\\' + _class_chars(children) + "]" + _ANY + "*"
+    others = _ANY[:-1] + _class_chars(children) + "]" + _ANY + "*"
     options = [others, *(_literal(char) + _branch(child) for char, child in children.items())]
     if not ends_here:
         options.insert(0, "")  # a proper prefix of the values is another value

@@ -159,7 +159,11 @@ async def test_everything_server_errors_and_timeouts(daemon_factory: Callable[..
         and "a: 'two' is not of type 'number'" in (wrong["observations"][0]["output"])
     )
     assert failed["isError"] and "Unsupported URL protocol for file:///etc/hostname" in failed["output"]
-    assert slow["isError"] and slow["output"] == "every_trigger-long-running-operation timed out after 2 s"
+    # the timeout, then the repair hint: both arguments were set away from the defaults the server declares
+    timeout, hint = slow["output"].split("\n")
+    assert slow["isError"] and timeout == "every_trigger-long-running-operation timed out after 2 s"
+    optional = "`duration` (default 10), `steps` (default 5) are optional"
+    assert hint == f"Note: {optional}; leaving one out uses its default."
     assert not echoed["isError"] and "still here" in echoed["output"]
 
 

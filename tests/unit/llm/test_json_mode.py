@@ -161,7 +161,8 @@ def test_a_turn_that_must_hold_words_is_a_final_answer_holding_them_in_order() -
     pattern = re.compile(schema["properties"]["action"]["properties"]["final_answer"]["pattern"])
     assert schema["properties"]["action"]["required"] == ["final_answer"]
     assert pattern.fullmatch("The files are metrics.py, schema.py and tools.py; 21 lines.")
-    assert pattern.fullmatch("metrics.py tools.py") and pattern.fullmatch("- metrics.py\n- tools.py")
+    assert pattern.fullmatch("metrics.py tools.py") and pattern.fullmatch("- metrics.py; - tools.py")
+    assert not pattern.fullmatch("metrics.py\ntools.py")  # a raw control character is not JSON
     assert not pattern.fullmatch("schema.py has 21 lines.") and not pattern.fullmatch("tools.py, metrics.py")
 
 
