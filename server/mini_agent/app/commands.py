@@ -99,8 +99,11 @@ async def run(workspace: Workspace, session_id: str | None, text: str, door: Doo
     command, argument = parsed
     name = command.name
     if len(argument) > MAX_ARGUMENT_CHARS:
-        return Outcome(name, f"/{name}: the argument is {len(argument)} characters; at most "
-                             f"{MAX_ARGUMENT_CHARS}", ok=False)
+        return Outcome(
+            name,
+            f"/{name}: the argument is {len(argument)} characters; at most {MAX_ARGUMENT_CHARS}",
+            ok=False,
+        )
     if name == "compact" and session_id is None:
         return Outcome(name, "Nothing to compact: the session has had no model turn yet.", ok=False)
     if name in CONFIGURES and (door.configure is None or door.current is None):
@@ -111,8 +114,9 @@ async def run(workspace: Workspace, session_id: str | None, text: str, door: Doo
         return Outcome(name, f"/{name}: {exc}", ok=False)
 
 
-async def _dispatch(workspace: Workspace, session_id: str | None, name: str, argument: str,
-                    door: Door) -> Outcome:
+async def _dispatch(
+    workspace: Workspace, session_id: str | None, name: str, argument: str, door: Door
+) -> Outcome:
     if name == "help":
         return Outcome(name, help_text())
     if name == "tools":
@@ -121,7 +125,7 @@ async def _dispatch(workspace: Workspace, session_id: str | None, name: str, arg
         return await _trust(workspace, door)
     if name == "compact":
         assert session_id is not None
-        return Outcome(name, await workspace.runtime.compact(session_id))
+        return Outcome(name, await workspace.compact(session_id))
     assert door.configure is not None and door.current is not None
     if name == "model":
         if argument and (why := unsafe(argument)) is not None:
@@ -153,8 +157,11 @@ async def _trust(workspace: Workspace, door: Door) -> Outcome:
         return Outcome("trust", f"The workspace {workspace.root} is trusted already.")
     problems = await door.trust()
     if problems is None:
-        return Outcome("trust", f"Not trusted: {workspace.root} stays as it was (trusting it needs a yes "
-                                "to the question).", ok=False)
+        return Outcome(
+            "trust",
+            f"Not trusted: {workspace.root} stays as it was (trusting it needs a yes to the question).",
+            ok=False,
+        )
     names = [spec.name for spec in workspace.registry.list()]
     said = [f"Trusted {workspace.root} in this daemon; tools: {', '.join(names) or 'none'}."]
     return Outcome("trust", "\n".join(said + [f"Problem: {problem}" for problem in problems]))
@@ -163,7 +170,7 @@ async def _trust(workspace: Workspace, door: Door) -> Outcome:
 def _tools(workspace: Workspace, session_id: str | None) -> list[ToolSpec]:
     if session_id is None:
         return list(workspace.registry.list())
-    return list(workspace.runtime.get(session_id).tools)
+    return workspace.session_tools(session_id)
 
 
 def tools_text(specs: list[ToolSpec]) -> str:

@@ -1,14 +1,17 @@
 """One workspace: its runtime, tools, model client and store, composed; trust and approval policy.
 
-Built once a client has said where it works. Protocol-free: it returns the core's values and reaches
-the client only through `port.Client`, which each door implements (`lsp.client`, `acp.client`). Beside
-it: `mcp_turns` (a session's MCP servers around its turns, and the wait before one), `outbox` (the
-events on their way to the client) and `model_choices` (the models offered for a session).
+Built once a client has said where it works, it is the doors' only entrance: they call its verbs and
+never hold the runtime (`lint-imports` keeps `core.runtime` and `core.stepper` out of them).
+Protocol-free: it returns the core's values and reaches the client only through `port.Client`, which
+each door implements (`lsp.client`, `acp.client`). Beside it: `sessions` (the session verbs, over the
+runtime), `mcp_turns` (a session's MCP servers around its turns, and the wait before one), `outbox`
+(the events on their way to the client) and `model_choices` (the models offered for a session).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -24,16 +27,19 @@ from mini_agent.app.model_choices import ModelChoices, ModelMenu
 from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
 from mini_agent.app.outbox import Outbox
 from mini_agent.app.port import Answer, Client, HeldRegistration, Scoping, ToolList
-from mini_agent.core.budget import find_observation
+from mini_agent.app.sessions import Sessions
 from mini_agent.core.contracts import LLMConfig, Observation, ToolCall, ToolMode, ToolSpec
-from mini_agent.core.errors import UnknownToolCall, WorkspaceUntrusted
-from mini_agent.core.events import AgentEvent, StatusChanged
+from mini_agent.core.errors import WorkspaceUntrusted
+from mini_agent.core.events import AgentEvent
+from mini_agent.core.flight import Flight
+from mini_agent.core.runtime import RunSummary
 from mini_agent.core.session import (
     AgentConfig,
     AgentSession,
     Ask,
     Decision,
     PermissionMode,
+    StepRecord,
     new_session_id,
 )
 from mini_agent.llm.client import OpenAICompatibleClient
@@ -105,18 +111,18 @@ class Workspace:
             self.registry,
             workspace_servers=lambda: self.options.mcp_servers,
             report=self._report,
-            add_tools=lambda sid, specs: self.runtime.add_tools(sid, specs),
+            add_tools=lambda sid, specs: self._runtime.add_tools(sid, specs),
         )
         keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
         self.models = ModelMenu(keys)
         defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
         if options.system_prompt is not None:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
-        self.tracing = _tracing(options, lambda sid: self.runtime.get(sid))
+        self.tracing = _tracing(options, lambda sid: self._runtime.get(sid))
         tap = self.tracing.observe if self.tracing is not None else None
         self.outbox = Outbox(self.client, tap=tap, finished=self.servers.release)
         self._on_update = self.outbox.emit  # the core's event sink
-        self.runtime = GatedRuntime(
+        self._runtime = GatedRuntime(  # private: the doors reach sessions through the verbs below
             self.llm,
             self.tracing.tools(self.registry) if self.tracing is not None else self.registry,
             defaults=defaults,
@@ -128,6 +134,7 @@ class Workspace:
             formats=reply_format,
             gate=self.servers.gate,
         )
+        self._sessions = Sessions(self._runtime, self.servers, self.outbox, self.store)
         if self.store is not None and not self.trusted:
             self.store.adopt = self._adopt
         self.registry.held_back = self.held_back_note()
@@ -230,7 +237,7 @@ class Workspace:
         if options is not None:
             self.options = options
             llm = options.llm.apply(LLMConfig())
-            self.runtime.defaults = replace(self.runtime.defaults, llm=replace(llm, api_key=None))
+            self._runtime.defaults = replace(self._runtime.defaults, llm=replace(llm, api_key=None))
         if self.store is not None:
             self.store.adopt = None  # the sessions read before stay as they were adopted
         held, self.unloaded = self.unloaded, []
@@ -249,7 +256,7 @@ class Workspace:
         settings (its stored ones only where they name the same server), its permission mode is never
         `ask_never`, and its standing and pending decisions that allow a call are dropped (those that
         reject stay; a dropped call is asked again)."""
-        trust.distrust(session, self.runtime.defaults.llm)
+        trust.distrust(session, self._runtime.defaults.llm)
 
     def standing_policy(self) -> dict[str, Decision]:
         """The workspace file's approval policy, as the standing decisions a new session starts with:
@@ -278,6 +285,17 @@ class Workspace:
             self.store.save_registrations(self.registry.registrations() + held)
         self.client.tools_changed(self.tool_list())
 
+    # -- sessions: the doors' verbs, on `sessions.Sessions` ---------------------------------------
+
+    @property
+    def defaults(self) -> AgentConfig:
+        """The configuration a new session starts with (its model settings without the API key)."""
+        return self._sessions.defaults
+
+    def session(self, session_id: str) -> AgentSession:
+        """A session's latest state; an unknown one raises `UnknownSession`."""
+        return self._sessions.get(session_id)
+
     async def start_session(
         self,
         task: str,
@@ -290,24 +308,20 @@ class Workspace:
         session_id: str | None = None,
         permission_mode: PermissionMode | None = None,
     ) -> AgentSession:
-        """Begin a session at once; its MCP servers (and the workspace's) start in the background. It
-        starts with the tools of those already up; the others' tools join before its first model turn,
-        which waits for them at most their `firstTurnTimeoutSec` (`mcp_turns`). Only a session that names
-        its tools (`tools`), some of them not listed yet, waits here for its servers, within the same
-        bound. The workspace file's approval policy gives its first standing decisions."""
+        """Begin a session at once, its MCP servers starting in the background (`Sessions.start`). The
+        workspace file's approval policy gives its first standing decisions."""
         self.check_mode(permission_mode)
-        sid = session_id or new_session_id()
-        async with self.servers.starting(sid, list(mcp_servers or []), tools) as names:
-            return self.runtime.start_session(
-                task,
-                system_prompt=system_prompt,
-                tool_names=names,
-                llm=llm.apply(self.runtime.defaults.llm) if llm is not None else None,
-                max_steps=max_steps,
-                session_id=sid,
-                standing=self.standing_policy(),
-                permission_mode=permission_mode,
-            )
+        return await self._sessions.start(
+            task,
+            system_prompt=system_prompt,
+            tools=tools,
+            llm=llm,
+            max_steps=max_steps,
+            mcp_servers=mcp_servers,
+            session_id=session_id or new_session_id(),
+            permission_mode=permission_mode,
+            standing=self.standing_policy(),
+        )
 
     def check_mode(self, mode: PermissionMode | None) -> None:
         """`ask_never` is for a trusted folder only: a cloned repository must not run tools unasked."""
@@ -324,80 +338,89 @@ class Workspace:
     ) -> AgentSession:
         """Change a session's model, permission mode or tool mode, from its next model turn on."""
         self.check_mode(permission_mode)
-        return self.runtime.configure(
+        return self._sessions.configure(
             session_id, model=model, permission_mode=permission_mode, tool_mode=tool_mode
         )
+
+    async def prompt(
+        self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None
+    ) -> AgentSession:
+        """A follow-up turn, on either door; its MCP servers taken up again (`Sessions.prompt`)."""
+        return self._sessions.prompt(session_id, text, mcp_servers)
+
+    def resume(self, session_id: str, llm: LLMParams | None = None) -> AgentSession:
+        """Take a stored session up here (e.g. after a crash); `llm` over its own model settings."""
+        return self._sessions.resume(session_id, llm)
+
+    def expecting(self, session_id: str) -> contextlib.AbstractContextManager[Flight]:
+        """A flight for a `run` or `step` about to be asked for: a `cancel` from now on stops it."""
+        return self._sessions.expecting(session_id)
+
+    async def run(
+        self, session_id: str, *, max_steps: int | None = None, flight: Flight | None = None
+    ) -> RunSummary:
+        """Step the session until it ends its turn, waits for an approval or uses up `max_steps`."""
+        return await self._sessions.run(session_id, max_steps=max_steps, flight=flight)
+
+    async def step(self, session_id: str, *, flight: Flight | None = None) -> StepRecord:
+        """One step: a model turn and the calls it asked for."""
+        return await self._sessions.step(session_id, flight=flight)
+
+    def cancel(self, session_id: str) -> bool:
+        """Stop the session's turn in flight (and one expected); False when there was none."""
+        return self._sessions.cancel(session_id)
+
+    def approve(self, session_id: str, call_id: str, decision: Decision, reason: str | None = None) -> None:
+        """The person's decision on a pending call."""
+        self._sessions.approve(session_id, call_id, decision, reason)
+
+    async def compact(self, session_id: str) -> str:
+        """Compact the session's context now; says what was done."""
+        return await self._sessions.compact(session_id)
+
+    def session_tools(self, session_id: str) -> list[ToolSpec]:
+        """The tools the session's model may call."""
+        return self._sessions.tools(session_id)
+
+    def replay(self, session_id: str, *, task: bool = False) -> list[AgentEvent]:
+        """The trajectory as the events a live run sent, for the door to render; the task too with
+        `task`."""
+        return self._sessions.replay(session_id, task=task)
+
+    def load_session(self, session_id: str) -> int:
+        """Replay a stored trajectory to the client as events; returns how many were published."""
+        return self._sessions.load(session_id)
+
+    def observation(self, session_id: str, call_id: str) -> Observation:
+        """A tool result whole: what the model was shown of it may have been cut to fit its window."""
+        return self._sessions.observation(session_id, call_id)
+
+    def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[SessionRow], int]:
+        """Newest first; without a store, the sessions this process holds."""
+        return self._sessions.list(status, limit, offset)
+
+    def close_session(self, session_id: str) -> None:
+        """Let a session that is not stepping go (the store keeps it, to be loaded again)."""
+        self._sessions.close(session_id)
+
+    def delete_session(self, session_id: str) -> bool:
+        """The session gone from this daemon and the store."""
+        return self._sessions.delete(session_id)
+
+    # -- models ---------------------------------------------------------------------------------
 
     async def list_models(self, base_url: str | None = None, *, refresh: bool = False) -> ModelChoices:
         """The models to offer for `base_url` (the daemon's model server by default): asked of the
         server once and kept (`refresh` asks again); the daemon's API key goes to its own server only."""
-        return await self.models.choices(self.runtime.defaults.llm, base_url, refresh=refresh)
+        return await self.models.choices(self._runtime.defaults.llm, base_url, refresh=refresh)
 
     def known_models(self, base_url: str) -> list[str]:
         """The ids kept for `base_url` without asking (none when it was not asked, or listed none)."""
         return self.models.known(base_url)
 
-    async def prompt(
-        self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None
-    ) -> AgentSession:
-        """A follow-up turn, on either door. A session that ended its turn let its MCP servers go (see
-        `Outbox.send`): they are taken up again, in the background (a call to one still starting waits for
-        it). `mcp_servers` replaces the ones the session named (an ACP client names them again on load)."""
-        self.runtime.get(session_id)  # an unknown session starts no server
-        self.servers.take_up(session_id, mcp_servers)
-        return self.runtime.prompt(session_id, text)
-
     def _report(self, session_id: str, message: str) -> None:
-        """A problem with one of a session's tool sources, in the log and as a status update of that
-        session (when it is one yet)."""
-        log.warning("%s", message)
-        try:
-            session = self.runtime.get(session_id)
-        except Exception:  # not a session (yet, or any more): the log has it
-            return
-        self.outbox.send(StatusChanged(session_id, len(session.steps), session.status, message=message))
-
-    def close_session(self, session_id: str) -> None:
-        """Let a session that is not stepping go: its MCP servers, and the runtime's copy (the store
-        keeps it, to be loaded again)."""
-        self.runtime.close(session_id)
-        self.servers.forget(session_id)
-
-    def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[SessionRow], int]:
-        """Newest first; without a store, the sessions this process holds."""
-        if self.store is None:
-            held = self.runtime.sessions(status=status)
-            return [SessionRow.of(s) for s in held[offset : offset + limit]], len(held)
-        rows, total = self.store.list(status, limit, offset)
-        return [self._summary(row) for row in rows], total
-
-    def _summary(self, row: SessionRow) -> SessionRow:
-        """A stored row, or this process's newer state of it when the store could not take that."""
-        if self.runtime.is_unsaved(row.session_id):
-            return SessionRow.of(self.runtime.get(row.session_id))
-        return row
-
-    def delete_session(self, session_id: str) -> bool:
-        self.runtime.get(session_id)
-        if self.runtime.is_busy(session_id):
-            self.runtime.cancel(session_id)
-        self.runtime.forget(session_id)
-        self.servers.forget(session_id)
-        return self.store.delete(session_id) if self.store is not None else True
-
-    def observation(self, session_id: str, call_id: str) -> Observation:
-        """A tool result whole: what the model was shown of it may have been cut to fit its window."""
-        found = find_observation(self.runtime.get(session_id), call_id)
-        if found is None:
-            raise UnknownToolCall(session_id, call_id)
-        return found
-
-    def load_session(self, session_id: str) -> int:
-        """Replay a stored trajectory to the client as events; returns how many were published."""
-        events = self.runtime.replay(session_id)
-        for event in events:
-            self.outbox.send(event)
-        return len(events)
+        """A problem with one of a session's tool sources (`Sessions.report`)."""
+        self._sessions.report(session_id, message)
 
     def trace_parent(self, session_id: str, traceparent: str | None) -> None:
         """A client's W3C `traceparent` for the session's next turn: its agent span's parent."""
@@ -417,7 +440,7 @@ class Workspace:
         return scope.ask_for(spec, where)
 
     async def aclose(self) -> None:
-        await self.runtime.aclose()
+        await self._runtime.aclose()
         await self.servers.released()
         await self.mcp.aclose()
         await self.registry.aclose()
@@ -425,7 +448,7 @@ class Workspace:
         if self.tracing is not None:
             self.tracing.close()
         if self.store is not None:
-            self.store.release_all(self.runtime.owner)
+            self.store.release_all(self._runtime.owner)
             self.store.close()
 
 

@@ -321,30 +321,30 @@ async def prompt(daemon: Workspace, p: PromptParams) -> dict[str, Any]:
 @method("agent/step", "StepParams")
 async def step(daemon: Workspace, p: StepParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
+
     daemon.trace_parent(p.session_id, p.traceparent)
 
-    runtime = daemon.runtime
-    session = runtime.get(p.session_id)
+    session = daemon.session(p.session_id)
     title = f"mini-agent step {len(session.steps) + 1}"
-    with runtime.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
+    with daemon.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
         async with progress(server, daemon, p.session_id, p.work_done_token, title):
-            work = runtime.step(p.session_id, flight=flight)
-            record = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
-    return wire.step_result(runtime.get(p.session_id), record)
+            work = daemon.step(p.session_id, flight=flight)
+            record = await cancellable(work, lambda: daemon.cancel(p.session_id), _stopping)
+    return wire.step_result(daemon.session(p.session_id), record)
 
 
 @method("agent/run", "RunParams")
 async def run(daemon: Workspace, p: RunParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
+
     daemon.trace_parent(p.session_id, p.traceparent)
 
-    runtime = daemon.runtime
-    title = f"mini-agent: {runtime.get(p.session_id).task[:60]}"
-    with runtime.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
+    title = f"mini-agent: {daemon.session(p.session_id).task[:60]}"
+    with daemon.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
         token = p.work_done_token if p.work_done_token is not None else await server_token(server)
         async with progress(server, daemon, p.session_id, token, title):
-            work = runtime.run(p.session_id, max_steps=p.max_steps, flight=flight)
-            summary = await cancellable(work, lambda: runtime.cancel(p.session_id), _stopping)
+            work = daemon.run(p.session_id, max_steps=p.max_steps, flight=flight)
+            summary = await cancellable(work, lambda: daemon.cancel(p.session_id), _stopping)
     session = summary.session
     return {
         "sessionId": session.session_id,
@@ -360,14 +360,14 @@ async def run(daemon: Workspace, p: RunParams) -> dict[str, Any]:
 
 @method("agent/cancel", "SessionParams")
 async def cancel(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
-    daemon.runtime.get(p.session_id)
-    return {"sessionId": p.session_id, "cancelled": daemon.runtime.cancel(p.session_id)}
+    daemon.session(p.session_id)
+    return {"sessionId": p.session_id, "cancelled": daemon.cancel(p.session_id)}
 
 
 @method("agent/approve", "ApproveParams")
 async def approve(daemon: Workspace, p: ApproveParams) -> dict[str, Any]:
-    daemon.runtime.approve(p.session_id, p.tool_call_id, p.decision, p.reason)
-    session = daemon.runtime.get(p.session_id)
+    daemon.approve(p.session_id, p.tool_call_id, p.decision, p.reason)
+    session = daemon.session(p.session_id)
     return {"sessionId": p.session_id, "toolCallId": p.tool_call_id, "status": session.status.value}
 
 
@@ -375,7 +375,7 @@ async def approve(daemon: Workspace, p: ApproveParams) -> dict[str, Any]:
 async def get_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    return wire.session_full(daemon.runtime.get(p.session_id))
+    return wire.session_full(daemon.session(p.session_id))
 
 
 @method("agent/getObservation", "ObservationParams")
@@ -398,9 +398,7 @@ async def list_sessions(daemon: Workspace, p: ListSessionsParams) -> dict[str, A
 async def resume_session(daemon: Workspace, p: ResumeParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    session = daemon.runtime.get(p.session_id)
-    llm = p.llm.apply(session.config.llm) if p.llm is not None else None
-    return wire.session_full(daemon.runtime.resume(p.session_id, llm=llm))
+    return wire.session_full(daemon.resume(p.session_id, p.llm))
 
 
 @method("agent/loadSession", "SessionParams")
@@ -408,7 +406,7 @@ async def load_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
     sent = daemon.load_session(p.session_id)
-    return {**wire.session_summary(daemon.runtime.get(p.session_id)), "updatesSent": sent}
+    return {**wire.session_summary(daemon.session(p.session_id)), "updatesSent": sent}
 
 
 @method("agent/deleteSession", "SessionParams")

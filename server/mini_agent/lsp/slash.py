@@ -58,7 +58,7 @@ class Commands:
 
         if commands.parse(text) is None:
             return None
-        session = daemon.runtime.get(session_id) if session_id is not None else None  # unknown: -32602
+        session = daemon.session(session_id) if session_id is not None else None  # unknown: -32602
         door = commands.Door(lambda: self._trust(daemon))
         if session_id is not None:
             door = commands.Door(door.trust, _configure(daemon, session_id), _current(daemon, session_id))
@@ -97,7 +97,7 @@ def _configure(
 
 def _current(daemon: Workspace, session_id: str) -> Callable[[], tuple[str, PermissionMode]]:
     def current() -> tuple[str, PermissionMode]:
-        config = daemon.runtime.get(session_id).config
+        config = daemon.session(session_id).config
         return config.llm.model, config.permission_mode
 
     return current
