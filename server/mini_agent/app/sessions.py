@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 class Sessions:
     """One workspace's sessions: started, prompted, stepped, approved, cancelled, resumed, replayed,
-    listed and let go, through the runtime only this object holds."""
+    listed and let go, through the runtime (the workspace keeps it too, for its defaults and close)."""
 
     def __init__(
         self, runtime: GatedRuntime, servers: SessionServers, outbox: Outbox, store: SqliteStore | None
