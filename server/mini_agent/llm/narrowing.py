@@ -43,8 +43,9 @@ _GAP = 80  # characters an answer that must hold words may write before each of 
 # a character of a JSON string the model may write without an escape (no quote, backslash or control
 # character, as llama.cpp's own string rule; GBNF knows `\x` in a class): the patterns' "any"
 _ANY = r'[^"\\\x7F\x00-\x1F]'
-# … and one that cannot be part of a word: what stands between a held word and its neighbours
-_APART = r'[^"\\\x7F\x00-\x1FA-Za-z0-9_]'
+# … and one that cannot be part of a word in any script (ASCII space and punctuation, no quote or
+# backslash): what stands between a held word and its neighbours ("该metrics.py" holds no file name)
+_APART = "[ !#-/:-@{-~]"
 
 
 def unspent(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> list[ToolSpec]:

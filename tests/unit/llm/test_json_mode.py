@@ -172,3 +172,6 @@ def test_a_word_the_answer_must_hold_stands_alone_not_inside_another() -> None:
     assert not pattern.fullmatch("sametrics.python and tools.py")
     assert not pattern.fullmatch("metrics.py and mytools.py")
     assert not pattern.fullmatch("metrics.py and tools.pyc")
+    # a letter of another script joins a word as much as a Latin one does
+    assert not pattern.fullmatch("该metrics.py，tools.py")
+    assert pattern.fullmatch("在该目录下: metrics.py, tools.py 和 schema.py")
