@@ -53,7 +53,7 @@ async def server_token(server: LanguageServer) -> str | None:
 
 @contextlib.asynccontextmanager
 async def progress(
-    server: LanguageServer, daemon: Workspace, session_id: str, token: str | int | None, title: str
+    server: LanguageServer, workspace: Workspace, session_id: str, token: str | int | None, title: str
 ) -> AsyncIterator[None]:
     """Mirror a session's updates as standard $/progress begin/report/end, one short line each."""
     if token is None:
@@ -69,7 +69,7 @@ async def progress(
             last["message"] = message
             reporter.report(token, types.WorkDoneProgressReport(message=message))
 
-    unwatch = daemon.watch(session_id, report)
+    unwatch = workspace.watch(session_id, report)
     try:
         yield
     finally:

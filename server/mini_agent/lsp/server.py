@@ -122,7 +122,7 @@ class AgentServer(LanguageServer):
         super().__init__(
             SERVER_NAME, __version__, protocol_cls=AgentProtocol, converter_factory=_dict_params_converter
         )
-        self._daemon: Workspace | None = None
+        self._agent_workspace: Workspace | None = None
         self.init_options: Any = None
         self._init_error: str | None = None
         self.restoring: asyncio.Future[None] | None = None
@@ -130,25 +130,28 @@ class AgentServer(LanguageServer):
         self._closing: asyncio.Future[None] | None = None
         self.outgoing = Outgoing(self)  # requests to the client, withdrawn when nobody waits for them
 
-    def close_daemon(self) -> asyncio.Future[None]:
+    def close_workspace(self) -> asyncio.Future[None]:
         """Stop tool hosts, close the HTTP session and the store, once: `shutdown` and the end of
         input (an editor that exits without waiting for the answer) share the same closing."""
         self.shutting_down = True
         if self._closing is None:
             self.outgoing.withdraw_all()  # a question still at the editor ends with the daemon
-            daemon = self._daemon
-            self._closing = asyncio.ensure_future(daemon.aclose() if daemon is not None else asyncio.sleep(0))
+            workspace = self._agent_workspace
+            self._closing = asyncio.ensure_future(
+                workspace.aclose() if workspace is not None else asyncio.sleep(0)
+            )
         return self._closing
 
     @property
-    def daemon(self) -> Workspace:
+    def agent_workspace(self) -> Workspace:
+        """The app's `Workspace`, built on first use (pygls' own `workspace` is the LSP one)."""
         if self._init_error is not None:
             raise JsonRpcInvalidParams(self._init_error)
-        if self._daemon is None:
-            self._daemon = self._build_daemon()
-        return self._daemon
+        if self._agent_workspace is None:
+            self._agent_workspace = self._build_workspace()
+        return self._agent_workspace
 
-    def _build_daemon(self) -> Workspace:
+    def _build_workspace(self) -> Workspace:
         """initializationOptions over the workspace file over the environment (`workspace_config`)."""
         import os
 
@@ -205,25 +208,25 @@ def on_initialize(ls: AgentServer, params: types.InitializeParams) -> None:
 
 @server.feature(types.INITIALIZED)
 def on_initialized(ls: AgentServer, params: types.InitializedParams) -> None:
-    """Build the daemon now that initialize is answered, so bad options are reported early, and
+    """Build the workspace now that initialize is answered, so bad options are reported early, and
     restore the workspace's tool registrations."""
     try:
-        daemon = ls.daemon
+        workspace = ls.agent_workspace
     except JsonRpcException as exc:
         _show_error(ls, exc.message)
         return
     from mini_agent.plumbing.eventloop import settle_heap
 
     settle_heap()  # the daemon's modules and its setup
-    if daemon.store_error:
-        _show_error(ls, daemon.store_error)
-    if held := daemon.held_back_note():  # an untrusted folder never loses its tools silently
+    if workspace.store_error:
+        _show_error(ls, workspace.store_error)
+    if held := workspace.held_back_note():  # an untrusted folder never loses its tools silently
         ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"mini-agent: {held}"))
-    ls.restoring = asyncio.ensure_future(_restore(ls, daemon))
+    ls.restoring = asyncio.ensure_future(_restore(ls, workspace))
 
 
-async def _restore(ls: AgentServer, daemon: Workspace) -> None:
-    for problem in await daemon.restore_tools():
+async def _restore(ls: AgentServer, workspace: Workspace) -> None:
+    for problem in await workspace.restore_tools():
         _show_error(ls, f"could not restore a tool registration: {problem}")
 
 
@@ -233,7 +236,7 @@ def _show_error(ls: AgentServer, message: str) -> None:
 
 @server.feature(types.SHUTDOWN)
 async def on_shutdown(ls: AgentServer, params: Any) -> None:
-    await ls.close_daemon()
+    await ls.close_workspace()
 
 
 # -- handlers ----------------------------------------------------------------------------------
@@ -258,7 +261,7 @@ def method(name: str, model: str) -> Callable[[Handler], Handler]:
             if ls.restoring is not None:
                 await asyncio.shield(ls.restoring)
             try:
-                return await handler(ls.daemon, parse(name, raw, getattr(params, model)))
+                return await handler(ls.agent_workspace, parse(name, raw, getattr(params, model)))
             except AgentError as exc:  # the one domain error type: its code, message, reason, details
                 raise JsonRpcException(code=exc.code, message=str(exc), data=error_data(exc)) from exc
 
@@ -273,31 +276,31 @@ def _stopping() -> bool:
 
 
 @method("agent/registerTool", "RegisterToolParams")
-async def register_tool(daemon: Workspace, p: RegisterToolParams) -> dict[str, Any]:
+async def register_tool(workspace: Workspace, p: RegisterToolParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    specs = await daemon.register_tool(p.registration())
+    specs = await workspace.register_tool(p.registration())
     return {"tools": [wire.tool_spec(spec) for spec in specs]}
 
 
 @method("agent/unregisterTool", "NameParams")
-async def unregister_tool(daemon: Workspace, p: NameParams) -> dict[str, Any]:
+async def unregister_tool(workspace: Workspace, p: NameParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    return {"tools": [wire.tool_entry(daemon.unregister(p.name))]}
+    return {"tools": [wire.tool_entry(workspace.unregister(p.name))]}
 
 
 @method("agent/listTools", "Params")
-async def list_tools(daemon: Workspace, p: object) -> dict[str, Any]:
+async def list_tools(workspace: Workspace, p: object) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    return {"tools": wire.tool_list(daemon.tool_list())}
+    return {"tools": wire.tool_list(workspace.tool_list())}
 
 
 @method("agent/startSession", "StartSessionParams")
 @commands.first
-async def start_session(daemon: Workspace, p: StartSessionParams) -> dict[str, Any]:
-    session = await daemon.start_session(
+async def start_session(workspace: Workspace, p: StartSessionParams) -> dict[str, Any]:
+    session = await workspace.start_session(
         p.task,
         system_prompt=p.system_prompt,
         tools=p.tools,
@@ -311,40 +314,40 @@ async def start_session(daemon: Workspace, p: StartSessionParams) -> dict[str, A
 
 @method("agent/prompt", "PromptParams")
 @commands.first
-async def prompt(daemon: Workspace, p: PromptParams) -> dict[str, Any]:
+async def prompt(workspace: Workspace, p: PromptParams) -> dict[str, Any]:
     """A follow-up user turn; agent/step or agent/run then go on from it."""
-    daemon.trace_parent(p.session_id, p.traceparent)
-    session = await daemon.prompt(p.session_id, p.text)
+    workspace.trace_parent(p.session_id, p.traceparent)
+    session = await workspace.prompt(p.session_id, p.text)
     return {"sessionId": session.session_id, "status": session.status.value}
 
 
 @method("agent/step", "StepParams")
-async def step(daemon: Workspace, p: StepParams) -> dict[str, Any]:
+async def step(workspace: Workspace, p: StepParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    daemon.trace_parent(p.session_id, p.traceparent)
+    workspace.trace_parent(p.session_id, p.traceparent)
 
-    session = daemon.session(p.session_id)
+    session = workspace.session(p.session_id)
     title = f"mini-agent step {len(session.steps) + 1}"
-    with daemon.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
-        async with progress(server, daemon, p.session_id, p.work_done_token, title):
-            work = daemon.step(p.session_id, flight=flight)
-            record = await cancellable(work, lambda: daemon.cancel(p.session_id), _stopping)
-    return wire.step_result(daemon.session(p.session_id), record)
+    with workspace.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
+        async with progress(server, workspace, p.session_id, p.work_done_token, title):
+            work = workspace.step(p.session_id, flight=flight)
+            record = await cancellable(work, lambda: workspace.cancel(p.session_id), _stopping)
+    return wire.step_result(workspace.session(p.session_id), record)
 
 
 @method("agent/run", "RunParams")
-async def run(daemon: Workspace, p: RunParams) -> dict[str, Any]:
+async def run(workspace: Workspace, p: RunParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    daemon.trace_parent(p.session_id, p.traceparent)
+    workspace.trace_parent(p.session_id, p.traceparent)
 
-    title = f"mini-agent: {daemon.session(p.session_id).task[:60]}"
-    with daemon.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
+    title = f"mini-agent: {workspace.session(p.session_id).task[:60]}"
+    with workspace.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
         token = p.work_done_token if p.work_done_token is not None else await server_token(server)
-        async with progress(server, daemon, p.session_id, token, title):
-            work = daemon.run(p.session_id, max_steps=p.max_steps, flight=flight)
-            summary = await cancellable(work, lambda: daemon.cancel(p.session_id), _stopping)
+        async with progress(server, workspace, p.session_id, token, title):
+            work = workspace.run(p.session_id, max_steps=p.max_steps, flight=flight)
+            summary = await cancellable(work, lambda: workspace.cancel(p.session_id), _stopping)
     session = summary.session
     return {
         "sessionId": session.session_id,
@@ -359,59 +362,59 @@ async def run(daemon: Workspace, p: RunParams) -> dict[str, Any]:
 
 
 @method("agent/cancel", "SessionParams")
-async def cancel(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
-    daemon.session(p.session_id)
-    return {"sessionId": p.session_id, "cancelled": daemon.cancel(p.session_id)}
+async def cancel(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
+    workspace.session(p.session_id)
+    return {"sessionId": p.session_id, "cancelled": workspace.cancel(p.session_id)}
 
 
 @method("agent/approve", "ApproveParams")
-async def approve(daemon: Workspace, p: ApproveParams) -> dict[str, Any]:
-    daemon.approve(p.session_id, p.tool_call_id, p.decision, p.reason)
-    session = daemon.session(p.session_id)
+async def approve(workspace: Workspace, p: ApproveParams) -> dict[str, Any]:
+    workspace.approve(p.session_id, p.tool_call_id, p.decision, p.reason)
+    session = workspace.session(p.session_id)
     return {"sessionId": p.session_id, "toolCallId": p.tool_call_id, "status": session.status.value}
 
 
 @method("agent/getSession", "SessionParams")
-async def get_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
+async def get_session(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    return wire.session_full(daemon.session(p.session_id))
+    return wire.session_full(workspace.session(p.session_id))
 
 
 @method("agent/getObservation", "ObservationParams")
-async def get_observation(daemon: Workspace, p: ObservationParams) -> dict[str, Any]:
+async def get_observation(workspace: Workspace, p: ObservationParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    found = daemon.observation(p.session_id, p.tool_call_id)
+    found = workspace.observation(p.session_id, p.tool_call_id)
     return {"sessionId": p.session_id, **wire.observation(found), "output": found.output}
 
 
 @method("agent/listSessions", "ListSessionsParams")
-async def list_sessions(daemon: Workspace, p: ListSessionsParams) -> dict[str, Any]:
+async def list_sessions(workspace: Workspace, p: ListSessionsParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    rows, total = daemon.list_sessions(p.status, p.limit, p.offset)
+    rows, total = workspace.list_sessions(p.status, p.limit, p.offset)
     return {"sessions": [wire.session_row(row) for row in rows], "total": total}
 
 
 @method("agent/resumeSession", "ResumeParams")
-async def resume_session(daemon: Workspace, p: ResumeParams) -> dict[str, Any]:
+async def resume_session(workspace: Workspace, p: ResumeParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    return wire.session_full(daemon.resume(p.session_id, p.llm))
+    return wire.session_full(workspace.resume(p.session_id, p.llm))
 
 
 @method("agent/loadSession", "SessionParams")
-async def load_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
+async def load_session(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    sent = daemon.load_session(p.session_id)
-    return {**wire.session_summary(daemon.session(p.session_id)), "updatesSent": sent}
+    sent = workspace.load_session(p.session_id)
+    return {**wire.session_summary(workspace.session(p.session_id)), "updatesSent": sent}
 
 
 @method("agent/deleteSession", "SessionParams")
-async def delete_session(daemon: Workspace, p: SessionParams) -> dict[str, Any]:
-    return {"sessionId": p.session_id, "deleted": daemon.delete_session(p.session_id)}
+async def delete_session(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
+    return {"sessionId": p.session_id, "deleted": workspace.delete_session(p.session_id)}
 
 
 method("agent/listModels", "ListModelsParams")(session_config.list_models)
@@ -435,10 +438,10 @@ async def did_change_watched(ls: AgentServer, params: types.DidChangeWatchedFile
 
 async def _reload(ls: AgentServer, uri: str) -> None:
     path = to_fs_path(uri)
-    if path is None or ls._daemon is None:
+    if path is None or ls._agent_workspace is None:
         return
     try:
-        await ls.daemon.reload(path)
+        await ls.agent_workspace.reload(path)
     except Exception as exc:  # a broken save must not take the daemon down
         log.warning("reloading %s failed: %s", path, exc)
         ls.window_log_message(types.LogMessageParams(types.MessageType.Warning, f"reload {path}: {exc}"))
@@ -475,7 +478,7 @@ def serve(
     server.protocol.answered_early = answered
     try:
         protocol, report = server.protocol, server.report_server_error
-        eventloop.run(framing.serve(stop, read, source, protocol, report, server.close_daemon))
+        eventloop.run(framing.serve(stop, read, source, protocol, report, server.close_workspace))
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:

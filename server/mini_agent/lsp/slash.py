@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 Handler = Callable[["Workspace", Any], Awaitable[Any]]
 
 
-async def list_commands(daemon: Workspace, p: object) -> dict[str, Any]:
+async def list_commands(workspace: Workspace, p: object) -> dict[str, Any]:
     """The commands, for a prompt box to offer: name (without the `/`), description, input hint."""
     from mini_agent.app.commands import COMMANDS
 
@@ -45,24 +45,26 @@ class Commands:
     def first(self, handler: Handler) -> Handler:
         """`handler`, unless its params' text (`text`, or a new session's `task`) is a command."""
 
-        async def handle(daemon: Workspace, p: Any) -> Any:
+        async def handle(workspace: Workspace, p: Any) -> Any:
             text = str(getattr(p, "text", None) or getattr(p, "task", ""))
-            answer = await self.answer(daemon, getattr(p, "session_id", None), text)
-            return answer if answer is not None else await handler(daemon, p)
+            answer = await self.answer(workspace, getattr(p, "session_id", None), text)
+            return answer if answer is not None else await handler(workspace, p)
 
         return handle
 
-    async def answer(self, daemon: Workspace, session_id: str | None, text: str) -> dict[str, Any] | None:
+    async def answer(self, workspace: Workspace, session_id: str | None, text: str) -> dict[str, Any] | None:
         """`{sessionId, status, command, commandOutput, ok}` when `text` is a command; else None."""
         from mini_agent.app import commands
 
         if commands.parse(text) is None:
             return None
-        session = daemon.session(session_id) if session_id is not None else None  # unknown: -32602
-        door = commands.Door(lambda: self._trust(daemon))
+        session = workspace.session(session_id) if session_id is not None else None  # unknown: -32602
+        door = commands.Door(lambda: self._trust(workspace))
         if session_id is not None:
-            door = commands.Door(door.trust, _configure(daemon, session_id), _current(daemon, session_id))
-        outcome = await commands.run(daemon, session_id, text, door)
+            door = commands.Door(
+                door.trust, _configure(workspace, session_id), _current(workspace, session_id)
+            )
+        outcome = await commands.run(workspace, session_id, text, door)
         assert outcome is not None  # parsed above
         return {
             "sessionId": session_id,
@@ -72,32 +74,32 @@ class Commands:
             "ok": outcome.ok,
         }
 
-    async def _trust(self, daemon: Workspace) -> list[str] | None:
+    async def _trust(self, workspace: Workspace) -> list[str] | None:
         """Asked first (`trusting.ask_to_trust`); on a yes as `agent/trustWorkspace`, remembered only
         on "Always trust" (its problems go to the user as `window/showMessage`); None on anything else."""
         from mini_agent.lsp import trusting
         from mini_agent.lsp.params import TrustParams
 
-        remember = await trusting.ask_to_trust(self._ask, daemon)
+        remember = await trusting.ask_to_trust(self._ask, workspace)
         if remember is None:
             return None
         trust_workspace, _untrust = trusting.handlers(self._ls)
-        await trust_workspace(daemon, TrustParams(remember=remember))
+        await trust_workspace(workspace, TrustParams(remember=remember))
         return []
 
 
 def _configure(
-    daemon: Workspace, session_id: str
+    workspace: Workspace, session_id: str
 ) -> Callable[[str | None, PermissionMode | None], Awaitable[None]]:
     async def configure(model: str | None, mode: PermissionMode | None) -> None:
-        daemon.configure_session(session_id, model=model, permission_mode=mode)
+        workspace.configure_session(session_id, model=model, permission_mode=mode)
 
     return configure
 
 
-def _current(daemon: Workspace, session_id: str) -> Callable[[], tuple[str, PermissionMode]]:
+def _current(workspace: Workspace, session_id: str) -> Callable[[], tuple[str, PermissionMode]]:
     def current() -> tuple[str, PermissionMode]:
-        config = daemon.session(session_id).config
+        config = workspace.session(session_id).config
         return config.llm.model, config.permission_mode
 
     return current

@@ -32,22 +32,24 @@ log = logging.getLogger(__name__)
 ONCE, ALWAYS, REJECT = "Trust for this session", "Always trust this folder", "Don't trust"
 
 
-async def ask_to_trust(ask: Ask, daemon: Workspace) -> bool | None:
+async def ask_to_trust(ask: Ask, workspace: Workspace) -> bool | None:
     """Ask the person whether to trust the folder: None unless they allowed it (declined, dismissed,
     or a client that cannot ask), else whether to remember it."""
-    words = daemon.held_back()
+    words = workspace.held_back()
     if words:
         runs = "; ".join(words)
-        message = f"mini-agent: trust {daemon.root}? {daemon.config.source} asks to run: {runs}"
+        message = f"mini-agent: trust {workspace.root}? {workspace.config.source} asks to run: {runs}"
     else:
-        message = (f"mini-agent: trust {daemon.root}? What its workspace file names (tools, MCP servers, "
-                   "a model server, standing approvals) will then load without asking.")
+        message = (
+            f"mini-agent: trust {workspace.root}? What its workspace file names (tools, MCP servers, "
+            "a model server, standing approvals) will then load without asking."
+        )
     actions = [types.MessageActionItem(title=title) for title in (ONCE, ALWAYS, REJECT)]
     params = types.ShowMessageRequestParams(type=types.MessageType.Warning, message=message, actions=actions)
     try:
         answer = await ask(types.WINDOW_SHOW_MESSAGE_REQUEST, params)
     except Exception as exc:  # a client that cannot ask: not trusted
-        log.warning("the question whether to trust %s got no answer: %s", daemon.root, exc)
+        log.warning("the question whether to trust %s got no answer: %s", workspace.root, exc)
         return None
     title = answer.get("title") if isinstance(answer, dict) else getattr(answer, "title", None)
     return None if title not in (ONCE, ALWAYS) else title == ALWAYS
@@ -60,23 +62,23 @@ def handlers(ls: LanguageServer) -> tuple[Handler, Handler]:
     def show_error(message: str) -> None:
         ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"mini-agent: {message}"))
 
-    async def trust_workspace(daemon: Workspace, p: TrustParams) -> dict[str, Any]:
+    async def trust_workspace(workspace: Workspace, p: TrustParams) -> dict[str, Any]:
         """Trust the folder in this daemon (its workspace file's tools, MCP servers, model server and
         allow-list too); `remember` also records it in the trust store for every later daemon."""
         from mini_agent.lsp import wire
 
         sent = getattr(ls, "init_options", None)
         request = sent if isinstance(sent, dict) else None
-        trusted = await daemon.trust_folder(request, os.environ, remember=p.remember)
+        trusted = await workspace.trust_folder(request, os.environ, remember=p.remember)
         if trusted.unremembered is not None:
             show_error(f"the folder is trusted, but could not be remembered: {trusted.unremembered}")
         for problem in trusted.problems:
             show_error(f"could not restore a tool registration: {problem}")
-        return {"tools": wire.tool_list(daemon.tool_list()), "remembered": trusted.remembered}
+        return {"tools": wire.tool_list(workspace.tool_list()), "remembered": trusted.remembered}
 
-    async def untrust_workspace(daemon: Workspace, p: object) -> dict[str, Any]:
+    async def untrust_workspace(workspace: Workspace, p: object) -> dict[str, Any]:
         """Forget the folder in the trust store (the next daemon asks again); this daemon stays as is."""
-        was = await asyncio.to_thread(trust.forget, daemon.root)
+        was = await asyncio.to_thread(trust.forget, workspace.root)
         return {"forgotten": was is not None, "wouldRun": was or []}
 
     return trust_workspace, untrust_workspace
