@@ -95,7 +95,7 @@ def _check_call(direction: Direction, message: dict[str, Any]) -> list[str]:
     if known is None:
         return [f"unknown method {method}"]
     table, entry = known
-    if entry["direction"] != direction:
+    if entry["direction"] not in (direction, "both"):  # "both": $/cancelRequest, as in LSP
         return [f"{method} is {entry['direction']}, but {direction} sent it"]
     if (table == "requests") != ("id" in message):
         has = "has" if "id" in message else "lacks"

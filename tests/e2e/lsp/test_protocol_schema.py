@@ -37,7 +37,7 @@ def test_schema_is_valid_2020_12_and_every_ref_resolves() -> None:
     Draft202012Validator.check_schema(document)
     for table in ("requests", "notifications"):
         for method, entry in document[table].items():
-            assert entry["direction"] in ("clientToServer", "serverToClient"), method
+            assert entry["direction"] in ("clientToServer", "serverToClient", "both"), method
             parts = ("params", "result") if table == "requests" else ("params",)
             for part in parts:
                 Draft202012Validator.check_schema(entry[part])
