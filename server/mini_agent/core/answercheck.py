@@ -2,7 +2,9 @@
 
 A small model that called every tool a multi-part task needs often answers the last part alone (the
 count, and not the list of files it fetched first). Before such an answer is taken, the model is shown
-the task again and told which result its answer does not use; it answers again, or goes on working.
+the task again and the results its answer does not use; it answers again, or goes on working. The
+held-back answer is not shown to it again (the stepper sends an empty assistant turn in its place): a
+small model that sees its own half answer repeats it.
 At most once per user turn, so a model that meant what it said costs one turn, never a loop.
 
 "Uses a result" is read off the words: a result is used when the answer shares at least one of its
@@ -28,8 +30,8 @@ from mini_agent.core.session import StepRecord
 CHECK_PREFIX = "check-"
 NOTE = (
     "Before you finish: the task was: {task}\n"
-    "Your answer leaves out what the tools returned: {results}\n"
-    "Answer again, with every part of the task answered in one answer ({finish})."
+    "The answer must use what the tools returned: {results}\n"
+    "Answer with every part of the task in one answer ({finish})."
 )
 _RESULT_LIMIT = 300  # characters of each left-out result shown again
 _WORDS_LIMIT = 4  # salient words kept of each left-out result

@@ -223,6 +223,10 @@ class Stepper:
             return False
         text = answercheck.note(task, missing, self._formats(record.tool_mode).finish)
         record.final_answer = None
+        # the draft stays the step's completion but is not sent again: a small model shown its own half
+        # answer writes it once more; this message was never part of a request, so the history sent
+        # so far is untouched (the prefix cache holds)
+        session.messages[-1] = Message(Role.ASSISTANT, "")
         words = {"answer_with": list(answercheck.answer_words(missing))}
         check_id = f"{answercheck.CHECK_PREFIX}{record.index}"
         record.observations.append(Observation(check_id, "", text, structured=words))
