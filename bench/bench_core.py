@@ -54,7 +54,7 @@ class Model:
 
 
 class Tools:
-    def list(self) -> list[ToolSpec]:
+    def list_tools(self) -> list[ToolSpec]:
         return [ADD]
 
     def get(self, name: str) -> ToolSpec | None:

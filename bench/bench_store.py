@@ -58,7 +58,7 @@ class Model:
 
 
 class Tools:
-    def list(self) -> list[ToolSpec]:
+    def list_tools(self) -> list[ToolSpec]:
         return TOOLS
 
     def get(self, name: str) -> ToolSpec | None:

@@ -72,7 +72,7 @@ class Tools:
         self.ran: list[ToolCall] = []
         self.delay = delay
 
-    def list(self) -> list[ToolSpec]:
+    def list_tools(self) -> list[ToolSpec]:
         return list(self.specs.values())
 
     def get(self, name: str) -> ToolSpec | None:

@@ -162,14 +162,14 @@ async def _trust(workspace: Workspace, door: Door) -> Outcome:
             f"Not trusted: {workspace.root} stays as it was (trusting it needs a yes to the question).",
             ok=False,
         )
-    names = [spec.name for spec in workspace.registry.list()]
+    names = [spec.name for spec in workspace.registry.list_tools()]
     said = [f"Trusted {workspace.root} in this daemon; tools: {', '.join(names) or 'none'}."]
     return Outcome("trust", "\n".join(said + [f"Problem: {problem}" for problem in problems]))
 
 
 def _tools(workspace: Workspace, session_id: str | None) -> list[ToolSpec]:
     if session_id is None:
-        return list(workspace.registry.list())
+        return list(workspace.registry.list_tools())
     return workspace.session_tools(session_id)
 
 

@@ -68,7 +68,8 @@ class SessionServers:
             if configs:
                 self._mcp.take_up(session_id, configs, problems.tell)
             names = tools
-            if names is not None and configs and not set(names) <= {s.name for s in self._registry.list()}:
+            offered = {spec.name for spec in self._registry.list_tools()}
+            if names is not None and configs and not set(names) <= offered:
                 await self._mcp.ready(session_id)
             elif names is None and configs:
                 names = [*self._registry.own_names(), *(spec.name for spec in self._mcp.tools_of(configs))]

@@ -170,7 +170,7 @@ class Workspace:
             problems: list[str] = []
         else:
             problems = await self.registry.restore(records) + await self._configured_tools()
-        if self.registry.list() or self.unloaded:
+        if self.registry.list_tools() or self.unloaded:
             self.tools_changed(persist=False)
         return problems
 
@@ -277,7 +277,7 @@ class Workspace:
 
     def tool_list(self) -> ToolList:
         """The registered tools, then the stored registrations not loaded yet."""
-        return ToolList(self.registry.list(), list(self.unloaded))
+        return ToolList(self.registry.list_tools(), list(self.unloaded))
 
     def tools_changed(self, *, persist: bool = True) -> None:
         if persist and self.store is not None:

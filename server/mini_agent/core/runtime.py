@@ -148,7 +148,7 @@ class AgentRuntime:
         return self._keys.get(server)
 
     def _select_tools(self, names: Sequence[str] | None) -> list[ToolSpec]:
-        available = {spec.name: spec for spec in self._tools.list()}
+        available = {spec.name: spec for spec in self._tools.list_tools()}
         if names is None:
             return list(available.values())
         unknown = [name for name in names if name not in available]

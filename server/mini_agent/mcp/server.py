@@ -63,7 +63,7 @@ def build_server(registry: ToolRegistry, clients: Clients | None = None) -> Serv
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[mcp_tool(spec) for spec in registry.list()])
+        return types.ListToolsResult(tools=[mcp_tool(spec) for spec in registry.list_tools()])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

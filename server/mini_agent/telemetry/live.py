@@ -47,8 +47,8 @@ class TracedTools:
         self._inner = inner
         self._mapper = mapper
 
-    def list(self) -> list[ToolSpec]:
-        return self._inner.list()
+    def list_tools(self) -> list[ToolSpec]:
+        return self._inner.list_tools()
 
     def get(self, name: str) -> ToolSpec | None:
         return self._inner.get(name)

@@ -9,7 +9,6 @@ handed to a caller the server wires up. `execute` turns every failure into an er
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextlib
 import dataclasses
 import json
@@ -42,7 +41,7 @@ ClientToolCaller = Callable[[str, ToolCall], Awaitable[Any]]
 class ExternalTools(Protocol):
     """Tools that live elsewhere (MCP servers): listed next to ours, called through `execute`."""
 
-    def list(self) -> builtins.list[ToolSpec]: ...
+    def list_tools(self) -> list[ToolSpec]: ...
 
     def get(self, name: str) -> ToolSpec | None: ...
 
@@ -129,7 +128,7 @@ class ToolRegistry:
         self._tools: dict[str, _Entry] = {}
         self._files: dict[_Key, _FileRegistration] = {}
         self._lock = asyncio.Lock()
-        self._sources: builtins.list[ExternalTools] = []
+        self._sources: list[ExternalTools] = []
         # Said with every unknown-tool observation while the workspace holds configured tools back
         # (an untrusted folder): which, why, and how to trust it. "" when nothing is held back.
         self.held_back = ""
@@ -177,7 +176,7 @@ class ToolRegistry:
         self._prune()
         return entry.spec
 
-    async def reload(self, path: str) -> builtins.list[ToolSpec] | None:
+    async def reload(self, path: str) -> list[ToolSpec] | None:
         """Re-reflect every registration of `path` (after a save); None if it is not registered."""
         relative = self._relative_or_none(path)
         async with self._lock:
@@ -194,14 +193,14 @@ class ToolRegistry:
         """Offer `source`'s tools after ours; a name of ours wins over one of the source's."""
         self._sources.append(source)
 
-    def own_names(self) -> builtins.list[str]:
+    def own_names(self) -> list[str]:
         """The names of the workspace and client tools (other sources must not take them)."""
-        return builtins.list(self._tools)
+        return list(self._tools)
 
-    def list(self) -> builtins.list[ToolSpec]:
+    def list_tools(self) -> list[ToolSpec]:
         own = [entry.spec for entry in self._tools.values()]
         return own + [
-            spec for source in self._sources for spec in source.list() if spec.name not in self._tools
+            spec for source in self._sources for spec in source.list_tools() if spec.name not in self._tools
         ]
 
     def get(self, name: str) -> ToolSpec | None:
@@ -210,7 +209,7 @@ class ToolRegistry:
             return entry.spec
         return next((spec for source in self._sources if (spec := source.get(name)) is not None), None)
 
-    def registrations(self) -> builtins.list[dict[str, Any]]:
+    def registrations(self) -> list[dict[str, Any]]:
         """Everything needed to register the same tools again after a restart (see `restore`)."""
         files = [r.record() for r in self._files.values()]
         clients = [
@@ -226,9 +225,9 @@ class ToolRegistry:
         ]
         return files + clients
 
-    async def restore(self, records: Iterable[dict[str, Any]]) -> builtins.list[str]:
+    async def restore(self, records: Iterable[dict[str, Any]]) -> list[str]:
         """Replay `registrations()`; returns the error of each record that no longer registers."""
-        errors: builtins.list[str] = []
+        errors: list[str] = []
         for record in records:
             try:
                 if record.get("client"):
@@ -321,7 +320,7 @@ class ToolRegistry:
         output, truncated = cap_text(text, self._max_output)
         return CallResult(output, False, truncated)
 
-    async def _reflect(self, registration: _FileRegistration) -> builtins.list[ToolSpec]:
+    async def _reflect(self, registration: _FileRegistration) -> list[ToolSpec]:
         _, absolute = self._locate(registration.path)
         try:
             described = await self._host.load(
@@ -337,7 +336,7 @@ class ToolRegistry:
             _check_name(spec.name, hint=f"{registration.path}:{spec.source.function if spec.source else ''}")
         return specs
 
-    def _apply(self, registration: _FileRegistration, specs: builtins.list[ToolSpec]) -> None:
+    def _apply(self, registration: _FileRegistration, specs: list[ToolSpec]) -> None:
         """Install `specs`, first removing what they replace; refuse names owned elsewhere."""
         replaced = {registration.key}
         if registration.function is None:
@@ -425,7 +424,7 @@ class ToolRegistry:
         return next((source for source in self._sources if source.get(name) is not None), None)
 
     def _names(self) -> str:
-        return ", ".join(spec.name for spec in self.list()) or "(none)"
+        return ", ".join(spec.name for spec in self.list_tools()) or "(none)"
 
 
 def _spec(registration: _FileRegistration, described: DescribedTool) -> ToolSpec:

@@ -43,7 +43,7 @@ class Model:
         return LLMResponse("Action: write_note", tool_calls=(ToolCall("c1", "write_note", {}),))
 
 class Tools:
-    def list(self): return [NOTE]
+    def list_tools(self): return [NOTE]
     def get(self, name): return NOTE
     async def execute(self, call, *, session_id):
         print(session_id, flush=True)  # the tool is running; the test kills us now

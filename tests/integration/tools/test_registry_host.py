@@ -134,7 +134,7 @@ async def test_import_failure_gives_last_line_and_leaves_registry_unchanged(
     registry: ToolRegistry, workspace: Path
 ) -> None:
     await registry.register_file("tools.py")
-    before = registry.list()
+    before = registry.list_tools()
     write(workspace, "broken.py", "import json\nCONFIG = json.loads('{oops')\ndef f() -> None: ...\n")
     with pytest.raises(RegistrationError) as caught:
         await registry.register_file("broken.py")
@@ -142,7 +142,7 @@ async def test_import_failure_gives_last_line_and_leaves_registry_unchanged(
         "cannot register broken.py: json.decoder.JSONDecodeError: "
         "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
     )
-    assert registry.list() == before
+    assert registry.list_tools() == before
     assert (await run(registry, "count_file_lines", file_path="tools.py")).is_error is False
 
 
@@ -150,7 +150,7 @@ async def test_import_failure_gives_last_line_and_leaves_registry_unchanged(
 async def test_unknown_function_is_refused(registry: ToolRegistry) -> None:
     with pytest.raises(RegistrationError, match=r"has no function 'nope' \(public functions: average\)"):
         await registry.register_file("metrics.py", function="nope")
-    assert registry.list() == []
+    assert registry.list_tools() == []
 
 
 @pytest.mark.asyncio
@@ -169,7 +169,7 @@ async def test_one_function_with_overrides(registry: ToolRegistry) -> None:
         True,
         5,
     )
-    assert [s.name for s in registry.list()] == ["count_lines"]
+    assert [s.name for s in registry.list_tools()] == ["count_lines"]
     assert (await run(registry, "count_lines", file_path="metrics.py")).is_error is False
 
 
@@ -187,11 +187,11 @@ async def test_name_override_needs_one_function(registry: ToolRegistry) -> None:
 async def test_registering_again_replaces(registry: ToolRegistry, workspace: Path) -> None:
     await registry.register_file("tools.py")
     await registry.register_file("tools.py", function="count_file_lines", options=ToolOptions("count_lines"))
-    assert [s.name for s in registry.list()] == ["list_python_files", "count_lines"]
+    assert [s.name for s in registry.list_tools()] == ["list_python_files", "count_lines"]
     await registry.register_file("tools.py", function="count_file_lines", options=ToolOptions("lines"))
-    assert [s.name for s in registry.list()] == ["list_python_files", "lines"]
+    assert [s.name for s in registry.list_tools()] == ["list_python_files", "lines"]
     await registry.register_file("tools.py")
-    assert sorted(s.name for s in registry.list()) == ["count_file_lines", "list_python_files"]
+    assert sorted(s.name for s in registry.list_tools()) == ["count_file_lines", "list_python_files"]
     assert registry.registrations() == [
         {
             "path": "tools.py",
@@ -234,7 +234,7 @@ async def test_unregister(registry: ToolRegistry) -> None:
     await registry.register_file("tools.py")
     removed = registry.unregister("list_python_files")
     assert removed.name == "list_python_files"
-    assert [s.name for s in registry.list()] == ["count_file_lines"]
+    assert [s.name for s in registry.list_tools()] == ["count_file_lines"]
     assert [r["function"] for r in registry.registrations()] == ["count_file_lines"]
     with pytest.raises(RegistrationError, match="no tool named 'list_python_files'"):
         registry.unregister("list_python_files")
@@ -253,7 +253,7 @@ async def test_registrations_restore_in_a_new_registry(registry: ToolRegistry, w
         assert await fresh.restore([*records, {"path": "gone.py"}]) == [
             "gone.py: no such file in the workspace"
         ]
-        assert fresh.list() == registry.list()
+        assert fresh.list_tools() == registry.list_tools()
     finally:
         await fresh.aclose()
 
@@ -282,7 +282,7 @@ async def test_reload_of_unregistered_or_broken_file(registry: ToolRegistry, wor
     path.write_text("def ok() -> int\n", encoding="utf-8")
     with pytest.raises(RegistrationError, match="SyntaxError"):
         await registry.reload("flaky.py")
-    assert [s.name for s in registry.list()] == ["ok"]
+    assert [s.name for s in registry.list_tools()] == ["ok"]
 
 
 # --- client tools ------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ async def test_files_outside_the_workspace_are_refused(
         (workspace / "link.py").symlink_to(outside)
     with pytest.raises(RegistrationError, match="is outside the workspace"):
         await registry.register_file(path)
-    assert registry.list() == []
+    assert registry.list_tools() == []
 
 
 @pytest.mark.asyncio
@@ -123,7 +123,7 @@ async def test_client_tool_without_a_caller(registry: ToolRegistry) -> None:
 async def test_bad_client_schema_is_refused(registry: ToolRegistry, schema: Any, message: str) -> None:
     with pytest.raises(RegistrationError, match=message):
         registry.register_client_tool("bad", "Bad.", schema)
-    assert registry.list() == []
+    assert registry.list_tools() == []
 
 
 # --- faults and cancellation through execute -------------------------------------------------

@@ -42,7 +42,7 @@ async def test_registry_refuses_with_the_rule(workspace: Path) -> None:
     registry = ToolRegistry(workspace)
     try:
         assert await registry.restore([{"path": "tools.py", "timeout_sec": 0}]) == [RULE]
-        assert registry.list() == []
+        assert registry.list_tools() == []
     finally:
         await registry.aclose()
 

@@ -13,7 +13,6 @@ imported when the first server starts, not with the daemon.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import functools
 import logging
 from collections.abc import Callable, Collection, Iterable
@@ -73,7 +72,7 @@ class _Server:
         self.asking = Asking(person, config.name)
         self.connection: Connection | None = None
         self.starting: asyncio.Task[Connection] | None = None
-        self.told: builtins.list[Callable[[str], None]] = []  # where those waiting for it hear of its listing
+        self.told: list[Callable[[str], None]] = []  # where those waiting for it hear of its listing
         self.tools: dict[str, _Tool] = {}  # our name → tool
         self.users: set[str] = set()
         self.relisting: asyncio.Task[None] | None = None  # one re-list in flight
@@ -103,7 +102,7 @@ class McpSource:
         self._tools_changed = tools_changed
         self._servers: dict[str, _Server] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._waits: dict[str, builtins.list[_Wait]] = {}  # user → its waits for starts under way
+        self._waits: dict[str, list[_Wait]] = {}  # user → its waits for starts under way
 
     def take_up(self, user: str, configs: Iterable[McpServer], problems: Callable[[str], None]) -> None:
         """Share each server with `user`, starting in the background those not running, and return
@@ -132,11 +131,11 @@ class McpSource:
         """Whether a server `user` took up is still starting."""
         return bool(self._waits.get(user))
 
-    async def ready(self, user: str, *, whole: bool = False) -> builtins.list[str]:
+    async def ready(self, user: str, *, whole: bool = False) -> list[str]:
         """Wait for the servers `user` took up that are still starting, each at most its
         `firstTurnTimeoutSec` from now (with `whole`: until its start ends); the names of those
         still starting then. Nothing is cancelled: they go on starting."""
-        waits = builtins.list(self._waits.get(user, ()))
+        waits = list(self._waits.get(user, ()))
 
         async def one(wait: _Wait) -> None:
             await asyncio.wait({wait.task}, timeout=None if whole else wait.config.first_turn_timeout_sec)
@@ -147,10 +146,10 @@ class McpSource:
 
     async def acquire(
         self, user: str, configs: Iterable[McpServer], problems: Callable[[str], None]
-    ) -> builtins.list[ToolSpec]:
+    ) -> list[ToolSpec]:
         """Start (or share) each server for `user`, wait for their starts to end, and return their
         tools; a cancelled acquire lets go of them (a start nobody else waits for is stopped)."""
-        configs = builtins.list(configs)
+        configs = list(configs)
         try:
             self.take_up(user, configs, problems)
             await self.ready(user, whole=True)
@@ -166,7 +165,7 @@ class McpSource:
             if not waits:
                 del self._waits[user]
 
-    def tools_of(self, configs: Iterable[McpServer]) -> builtins.list[ToolSpec]:
+    def tools_of(self, configs: Iterable[McpServer]) -> list[ToolSpec]:
         """The tools of the servers `configs` describe, as far as they are listed yet."""
         keys = dict.fromkeys(server_key(config) for config in configs)
         return [tool.spec for key in keys if (s := self._servers.get(key)) for tool in s.tools.values()]
@@ -180,7 +179,7 @@ class McpSource:
         if await self._stop_unused(lambda server: server.users.discard(session_id)):
             self._tools_changed()
 
-    def list(self) -> list[ToolSpec]:
+    def list_tools(self) -> list[ToolSpec]:
         return [tool.spec for server in self._servers.values() for tool in server.tools.values()]
 
     def get(self, name: str) -> ToolSpec | None:
@@ -240,7 +239,7 @@ class McpSource:
         """Apply `forget` to every server, then stop and remove those nobody uses (a start under way
         is cancelled, which stops its half-started server); True if that took tools off the list."""
         unused = []
-        for key, server in builtins.list(self._servers.items()):
+        for key, server in list(self._servers.items()):
             forget(server)
             if not server.users:
                 unused.append(self._servers.pop(key))
@@ -294,7 +293,7 @@ class McpSource:
         listing = await fresh.start()
         server.connection = fresh
         changed, notes = self._absorb(key, server, listing)
-        for tell in builtins.list(server.told):
+        for tell in list(server.told):
             for note in notes:
                 tell(note)
         if changed:
@@ -318,7 +317,7 @@ class McpSource:
             self._report(user, message)
         return message
 
-    def _absorb(self, key: str, server: _Server, listing: Listing) -> tuple[bool, builtins.list[str]]:
+    def _absorb(self, key: str, server: _Server, listing: Listing) -> tuple[bool, list[str]]:
         """Install a listing under stable names: whether anything changed, and a note for the user
         on each tool left out and each bound the listing hit."""
         listed, notes = listing
