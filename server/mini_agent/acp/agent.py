@@ -46,7 +46,6 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
-from mini_agent import __version__
 from mini_agent.acp import checks, editor_fs, slash, updates
 from mini_agent.acp.transport import LineTransport
 from mini_agent.acp.trust_prompt import TrustPrompt
@@ -56,6 +55,7 @@ from mini_agent.core.contracts import StopReason
 from mini_agent.core.errors import AgentError, UnknownSession
 from mini_agent.core.session import PermissionMode, new_session_id
 from mini_agent.plumbing.jsonrpc import JsonRpcError, error_data
+from mini_agent.plumbing.version import VERSION
 from mini_agent.tools.mcp.config import McpServer, parse_servers
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class MiniAgent:
         return InitializeResponse(
             protocol_version=1,
             agent_capabilities=capabilities,
-            agent_info=Implementation(name="mini-agent", title="mini-agent", version=__version__),
+            agent_info=Implementation(name="mini-agent", title="mini-agent", version=VERSION),
             auth_methods=[],
         )
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from mini_agent import __version__
 from mini_agent.app import trust
 from mini_agent.core.contracts import TOOL_MODES
+from mini_agent.plumbing.version import VERSION
 
 PROTOCOL_VERSION = 1
 METHODS = (
@@ -87,7 +87,7 @@ def initialize_result(params: Any) -> dict[str, Any] | None:
                       "fileOperations": {}},
         "experimental": {"agent": agent_capabilities(trust_capability(params))},
     }
-    return {"capabilities": capabilities, "serverInfo": {"name": SERVER_NAME, "version": __version__}}
+    return {"capabilities": capabilities, "serverInfo": {"name": SERVER_NAME, "version": VERSION}}
 
 
 def trust_capability(params: dict[str, Any]) -> dict[str, Any]:

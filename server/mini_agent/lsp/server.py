@@ -21,7 +21,6 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 from pygls.uris import to_fs_path
 
-from mini_agent import __version__
 from mini_agent.lsp import framing, pygls_compat, session_config, slash, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
 from mini_agent.lsp.outgoing import Outgoing
@@ -29,6 +28,7 @@ from mini_agent.lsp.progress import cancellable, progress, server_token
 from mini_agent.plumbing import jsoncodec
 from mini_agent.plumbing.jsonrpc import JsonRpcError
 from mini_agent.plumbing.pipes import SafeWriter
+from mini_agent.plumbing.version import VERSION
 
 if TYPE_CHECKING:
     from cattrs import Converter
@@ -120,7 +120,7 @@ def _dict_params_converter() -> Converter:
 class AgentServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            SERVER_NAME, __version__, protocol_cls=AgentProtocol, converter_factory=_dict_params_converter
+            SERVER_NAME, VERSION, protocol_cls=AgentProtocol, converter_factory=_dict_params_converter
         )
         self._agent_workspace: Workspace | None = None
         self.init_options: Any = None

@@ -30,7 +30,6 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from mini_agent import __version__
 from mini_agent.app.options import ToolHostOptions
 from mini_agent.core.strict import invalid
 from mini_agent.mcp.bounds import HttpBounds
@@ -38,6 +37,7 @@ from mini_agent.mcp.lines import CheckedLines
 from mini_agent.mcp.results import call_result, mcp_tool, run_call
 from mini_agent.mcp.watch import Clients, Watcher
 from mini_agent.plumbing.jsonrpc import INVALID_PARAMS
+from mini_agent.plumbing.version import VERSION
 from mini_agent.telemetry.config import settings
 from mini_agent.tools.registry import RegistrationError, ToolRegistry
 
@@ -73,7 +73,7 @@ def build_server(registry: ToolRegistry, clients: Clients | None = None) -> Serv
             log.info("%s printed:\n%s", params.name, observation.logs.rstrip())
         return call_result(registry.get(params.name), observation)
 
-    server = ToolServer("mini-agent", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
+    server = ToolServer("mini-agent", version=VERSION, on_list_tools=list_tools, on_call_tool=call_tool)
     server.middleware.append(name_fields)
     if clients is not None:
         server.middleware.append(clients.remember)

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mini_agent import __version__
+from mini_agent.plumbing.version import VERSION
 from mini_agent.tools import reaper
 from mini_agent.tools.mcp.asking import Asking
 from mini_agent.tools.mcp.config import HttpMcpServer, McpServer
@@ -184,7 +184,7 @@ class Connection:
                         write,
                         message_handler=self._on_message,
                         elicitation_callback=elicit.callback(self.asking),
-                        client_info=types.Implementation(name="mini-agent", version=__version__),
+                        client_info=types.Implementation(name="mini-agent", version=VERSION),
                     )
                 )
                 await session.initialize()
