@@ -41,11 +41,12 @@ _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:@+-]{1,64}")
 
 @dataclass(frozen=True, slots=True)
 class LeftOut:
-    """A tool whose result an answer left out: its name, its result, the result's salient words."""
+    """A tool's result an answer should use: its name, its result, the result's salient words."""
 
     name: str
     output: str
     words: tuple[str, ...]
+    used: bool = False  # the held-back answer holds one of its words
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*[A-Za-z0-9_]|[0-9]")
 _TASK_LIMIT = 2000  # characters of the task shown again
 _ASKING = (
@@ -64,14 +65,36 @@ _COMMON = frozenset(
 
 def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[LeftOut]:
     """The tools whose successful results in `turn` the answer does not use, with each one's first
-    result and its salient words in the order they appear, in call order (each tool once); empty when
-    the answer uses them all, or none of them, or when the task asks for one thing only."""
+    such result and its salient words in the order they appear, in call order (each tool once); empty
+    when the answer uses them all, or none of them, or when the task asks for one thing only."""
+    results = _weigh(turn, answer, task)
+    if not any(item.used for item in results):
+        return []
+    missing: dict[str, LeftOut] = {}
+    for item in results:
+        if not item.used:
+            missing.setdefault(item.name, item)
+    return list(missing.values())
+
+
+def wanted_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[LeftOut]:
+    """What the answer after the check must use, when `unused_results` is not empty: every result
+    with salient words, used by the held-back answer or not, in call order, each distinct result
+    once (the model does not see that answer again, so what it got right is asked for too)."""
+    results = _weigh(turn, answer, task)
+    if all(item.used for item in results) or not any(item.used for item in results):
+        return []
+    return list({(item.name, item.output): item for item in results}.values())
+
+
+def _weigh(turn: Sequence[StepRecord], answer: str, task: str) -> list[LeftOut]:
+    """Each successful result with salient words in `turn`, in call order, marked used when the
+    answer holds one of its salient words; empty when the task asks for one thing only."""
     if parts(task) < 2:
         return []
     said = _tokens(answer)
     asked = _tokens(task)
-    missing: dict[str, LeftOut] = {}
-    used = False
+    results: list[LeftOut] = []
     for record in turn:
         calls = {call.id: call for call in record.tool_calls}
         for obs in record.observations:
@@ -80,12 +103,10 @@ def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[L
                 continue
             known = asked | _tokens(call.raw_arguments or str(call.arguments))
             salient = _tokens(obs.output) - known
-            if salient and salient & said:
-                used = True
-            elif salient and call.name not in missing:
+            if salient:
                 words = tuple(dict.fromkeys(w for w in _TOKEN.findall(obs.output) if w.lower() in salient))
-                missing[call.name] = LeftOut(call.name, obs.output, words[:_WORDS_LIMIT])
-    return list(missing.values()) if used else []
+                results.append(LeftOut(call.name, obs.output, words[:_WORDS_LIMIT], bool(salient & said)))
+    return results
 
 
 def answer_words(left_out: Sequence[LeftOut]) -> tuple[str, ...]:

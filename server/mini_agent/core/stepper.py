@@ -218,20 +218,20 @@ class Stepper:
         ):
             return False
         task = answercheck.current_task(session.messages)
-        missing = answercheck.unused_results(turn, record.final_answer or "", task)
-        if not missing:
+        wanted = answercheck.wanted_results(turn, record.final_answer or "", task)
+        if not wanted:
             return False
-        text = answercheck.note(task, missing, self._formats(record.tool_mode).finish)
+        text = answercheck.note(task, wanted, self._formats(record.tool_mode).finish)
         record.final_answer = None
         # the draft stays the step's completion but is not sent again: a small model shown its own half
         # answer writes it once more; this message was never part of a request, so the history sent
         # so far is untouched (the prefix cache holds)
         session.messages[-1] = Message(Role.ASSISTANT, "")
-        words = {"answer_with": list(answercheck.answer_words(missing))}
+        words = {"answer_with": list(answercheck.answer_words(wanted))}
         check_id = f"{answercheck.CHECK_PREFIX}{record.index}"
         record.observations.append(Observation(check_id, "", text, structured=words))
         session.messages.append(Message(Role.TOOL, text))
-        names = ", ".join(item.name for item in missing)
+        names = ", ".join(item.name for item in wanted if not item.used)
         message = (
             f"The answer does not use what {names} returned: the model is shown the task again "
             "for one more turn (llm.harness.finalCheck)."

@@ -30,6 +30,19 @@ def test_an_answer_that_gives_the_count_alone_leaves_out_the_file_list() -> None
     assert TASK in note and f"list_python_files: {files}" in note and "every part" in note
 
 
+def test_after_a_half_answer_every_result_is_wanted_the_used_ones_too_in_call_order() -> None:
+    files = '["metrics.py", "schema.py", "tools.py"]'
+    wanted = answercheck.wanted_results(TURN, "schema.py has 21 non-empty lines.", TASK)
+    assert wanted == [
+        answercheck.LeftOut("list_python_files", files, ("metrics.py", "tools.py")),
+        answercheck.LeftOut("count_file_lines", "21", ("21",), used=True),
+    ]
+    assert answercheck.answer_words(wanted) == ("metrics.py", "tools.py", "21")
+    full = "The files are metrics.py, schema.py and tools.py; schema.py has 21 non-empty lines."
+    assert answercheck.wanted_results(TURN, full, TASK) == []
+    assert answercheck.wanted_results(TURN, "Yes, it does.", TASK) == []
+
+
 def test_an_answer_that_uses_every_result_passes() -> None:
     full = "The files are metrics.py, schema.py and tools.py; schema.py has 21 non-empty lines."
     assert answercheck.unused_results(TURN, full, TASK) == []

@@ -204,7 +204,9 @@ async def test_an_answer_that_leaves_out_a_result_gets_one_more_turn_with_the_ta
     assert model.seen[2][-2] == Message(Role.ASSISTANT, "") and "Madrid." not in str(model.seen[2])
     assert note.content == draft.observations[0].output
     assert [e.text for e in events if isinstance(e, AnswerChunk)] == ["Paris and Madrid."]
-    assert [asked.get("answer_with") for asked in model.asked] == [(), (), ("Paris",)]
+    # the draft is not shown again, so what it got right is asked for as well as what it left out
+    assert "echo: capital: Paris; echo: capital: Madrid" in note.content
+    assert [asked.get("answer_with") for asked in model.asked] == [(), (), ("Paris", "Madrid")]
     assert any(isinstance(e, StatusChanged) and e.message and "finalCheck" in e.message for e in events)
 
 
