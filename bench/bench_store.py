@@ -191,9 +191,9 @@ def listing_table(path: Path, count: int) -> None:
     print(f"\nlistSessions with {count} stored sessions (filled in {filled:.1f} s; ms, p50 of 200)")
     with SqliteStore(path) as store:
         cases = {
-            "first page (50)": lambda: store.list(),
-            "status=finished, 50": lambda: store.list("finished"),
-            f"page at offset {count // 2}": lambda: store.list(offset=count // 2),
+            "first page (50)": lambda: store.list_sessions(),
+            "status=finished, 50": lambda: store.list_sessions("finished"),
+            f"page at offset {count // 2}": lambda: store.list_sessions(offset=count // 2),
             f"load one session ({STEPS // 20} step)": lambda: store.load(f"sess_{count // 2:06d}"),
         }
         for label, call in cases.items():

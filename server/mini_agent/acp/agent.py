@@ -61,7 +61,7 @@ from mini_agent.tools.mcp.config import McpServer, parse_servers
 if TYPE_CHECKING:
     from mini_agent.acp.client import AcpClient
     from mini_agent.app.workspace import Workspace
-    from mini_agent.store.sqlite import SessionRow
+    from mini_agent.core.session import SessionRow
 
 log = logging.getLogger(__name__)
 

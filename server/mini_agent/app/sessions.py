@@ -20,9 +20,17 @@ from mini_agent.core.contracts import Observation, ToolMode, ToolSpec
 from mini_agent.core.errors import UnknownToolCall
 from mini_agent.core.events import AgentEvent, StatusChanged
 from mini_agent.core.flight import Flight
+from mini_agent.core.ports import SessionStore
 from mini_agent.core.runtime import RunSummary
-from mini_agent.core.session import AgentConfig, AgentSession, Decision, PermissionMode, StepRecord
-from mini_agent.store.sqlite import SessionRow, SqliteStore
+from mini_agent.core.session import (
+    AgentConfig,
+    AgentSession,
+    Decision,
+    PermissionMode,
+    SessionPage,
+    SessionRow,
+    StepRecord,
+)
 from mini_agent.tools.mcp.config import McpServer
 
 log = logging.getLogger(__name__)
@@ -33,7 +41,7 @@ class Sessions:
     listed and let go, through the runtime (the workspace keeps it too, for its defaults and close)."""
 
     def __init__(
-        self, runtime: GatedRuntime, servers: SessionServers, outbox: Outbox, store: SqliteStore | None
+        self, runtime: GatedRuntime, servers: SessionServers, outbox: Outbox, store: SessionStore | None
     ) -> None:
         self._runtime = runtime
         self._servers = servers
@@ -169,12 +177,12 @@ class Sessions:
         """The tools the session's model may call."""
         return list(self._runtime.get(session_id).tools)
 
-    def list(self, status: str | None, limit: int, offset: int) -> tuple[list[SessionRow], int]:
+    def list_sessions(self, status: str | None, limit: int, offset: int) -> SessionPage:
         """Newest first; without a store, the sessions this process holds."""
         if self._store is None:
             held = self._runtime.sessions(status=status)
             return [SessionRow.of(s) for s in held[offset : offset + limit]], len(held)
-        rows, total = self._store.list(status, limit, offset)
+        rows, total = self._store.list_sessions(status, limit, offset)
         return [self._summary(row) for row in rows], total
 
     def _summary(self, row: SessionRow) -> SessionRow:

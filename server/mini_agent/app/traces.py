@@ -34,7 +34,7 @@ def stored(store: SqliteStore, session_ids: Sequence[str]) -> list[AgentSession]
     if not ids:
         offset, total = 0, 1
         while offset < total:
-            rows, total = store.list(None, PAGE, offset)
+            rows, total = store.list_sessions(None, PAGE, offset)
             ids += [row.session_id for row in rows]
             offset += PAGE
         ids.reverse()

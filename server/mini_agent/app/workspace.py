@@ -39,13 +39,14 @@ from mini_agent.core.session import (
     Ask,
     Decision,
     PermissionMode,
+    SessionPage,
     StepRecord,
     new_session_id,
 )
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.formats import reply_format
 from mini_agent.llm.window import ServerWindowProbe
-from mini_agent.store.sqlite import SessionRow, SqliteStore, StoreError
+from mini_agent.store.sqlite import SqliteStore, StoreError
 from mini_agent.telemetry.config import settings
 from mini_agent.tools.mcp import McpSource
 from mini_agent.tools.mcp.config import McpServer
@@ -395,9 +396,9 @@ class Workspace:
         """A tool result whole: what the model was shown of it may have been cut to fit its window."""
         return self._sessions.observation(session_id, call_id)
 
-    def list_sessions(self, status: str | None, limit: int, offset: int) -> tuple[list[SessionRow], int]:
+    def list_sessions(self, status: str | None, limit: int, offset: int) -> SessionPage:
         """Newest first; without a store, the sessions this process holds."""
-        return self._sessions.list(status, limit, offset)
+        return self._sessions.list_sessions(status, limit, offset)
 
     def close_session(self, session_id: str) -> None:
         """Let a session that is not stepping go (the store keeps it, to be loaded again)."""

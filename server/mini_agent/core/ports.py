@@ -19,7 +19,7 @@ from mini_agent.core.contracts import (
     ToolCall,
     ToolSpec,
 )
-from mini_agent.core.session import AgentSession, Decision
+from mini_agent.core.session import AgentSession, Decision, SessionPage
 
 
 class LLMClient(Protocol):
@@ -81,6 +81,10 @@ class SessionStore(Protocol):
     def release(self, session_id: str, owner: str) -> bool: ...
 
     def forget(self, session_id: str) -> None: ...
+
+    def list_sessions(self, status: str | None = None, limit: int = 50, offset: int = 0) -> SessionPage: ...
+
+    def delete(self, session_id: str) -> bool: ...
 
 
 class Approver(Protocol):

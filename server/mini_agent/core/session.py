@@ -225,3 +225,36 @@ class AgentSession:
 
 def new_session_id() -> str:
     return f"sess_{uuid.uuid4().hex[:12]}"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A session as a listing shows it: the header without history."""
+
+    session_id: str
+    task: str
+    status: SessionStatus
+    stop_reason: StopReason | None
+    final_answer: str | None
+    step_count: int
+    usage: TokenUsage
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def of(cls, session: AgentSession) -> SessionRow:
+        """The row a session held in memory would have."""
+        return cls(
+            session.session_id,
+            session.task,
+            session.status,
+            session.stop_reason,
+            session.final_answer,
+            len(session.steps),
+            session.usage,
+            session.created_at,
+            session.updated_at,
+        )
+
+
+SessionPage = tuple[list[SessionRow], int]  # a page of rows and the total the listing holds

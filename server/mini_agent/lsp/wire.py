@@ -22,8 +22,7 @@ from mini_agent.core.events import (
     UsageReported,
     UserTurn,
 )
-from mini_agent.core.session import AgentSession, Decision, PendingApproval, StepRecord
-from mini_agent.store.sqlite import SessionRow
+from mini_agent.core.session import AgentSession, Decision, PendingApproval, SessionRow, StepRecord
 
 if TYPE_CHECKING:
     from mini_agent.app.model_choices import ModelChoices

@@ -41,6 +41,8 @@ from mini_agent.core.session import (
     AgentSession,
     Decision,
     PendingApproval,
+    SessionPage,
+    SessionRow,
     StepRecord,
     StoreUnavailable,
 )
@@ -73,36 +75,6 @@ class StoreError(AgentError, StoreUnavailable):
 
 
 @dataclass(frozen=True, slots=True)
-class SessionRow:
-    """A session as `list` shows it: the header without history."""
-
-    session_id: str
-    task: str
-    status: SessionStatus
-    stop_reason: StopReason | None
-    final_answer: str | None
-    step_count: int
-    usage: TokenUsage
-    created_at: float
-    updated_at: float
-
-    @classmethod
-    def of(cls, session: AgentSession) -> SessionRow:
-        """The row a session held in memory would have."""
-        return cls(
-            session.session_id,
-            session.task,
-            session.status,
-            session.stop_reason,
-            session.final_answer,
-            len(session.steps),
-            session.usage,
-            session.created_at,
-            session.updated_at,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class Lease:
     session_id: str
     owner: str
@@ -112,7 +84,6 @@ class Lease:
     heartbeat: float
 
 
-SessionPage = tuple[list[SessionRow], int]
 Registrations = list[dict[str, Any]]
 
 
@@ -320,7 +291,7 @@ class SqliteStore:
         self._saved.discard(session_id)
         return found
 
-    def list(self, status: str | None = None, limit: int = 50, offset: int = 0) -> SessionPage:
+    def list_sessions(self, status: str | None = None, limit: int = 50, offset: int = 0) -> SessionPage:
         """Newest first; ties (same updated_at) go to the later-created row."""
         where, args = ("WHERE status = ?", (status,)) if status is not None else ("", ())
         with self._transaction("listing sessions", "DEFERRED") as conn:

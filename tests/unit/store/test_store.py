@@ -379,7 +379,7 @@ def test_lease_rules_for_owners_processes_and_hosts(db: Path) -> None:
 
 def open_and_read(path: Path, **options: float) -> None:
     with SqliteStore(path, **options) as store:
-        for row in store.list(limit=1000)[0]:
+        for row in store.list_sessions(limit=1000)[0]:
             store.load(row.session_id)
 
 
@@ -497,13 +497,13 @@ def test_list_pages_newest_first_with_filter_and_total(store: SqliteStore, db: P
         session.status = SessionStatus(status)
         session.updated_at = 1000.0 + (n if n != 6 else 5)  # sess_6 ties with sess_5; the later row wins
         store.save(session)
-    rows, total = store.list()
+    rows, total = store.list_sessions()
     assert total == 7 and [r.session_id for r in rows] == [f"sess_{n}" for n in (6, 5, 4, 3, 2, 1, 0)]
-    page, total = store.list(limit=2, offset=2)
+    page, total = store.list_sessions(limit=2, offset=2)
     assert total == 7 and [r.session_id for r in page] == ["sess_4", "sess_3"]
-    finished, total = store.list("finished", limit=2)
+    finished, total = store.list_sessions("finished", limit=2)
     assert total == 3 and [r.session_id for r in finished] == ["sess_6", "sess_4"]
-    assert store.list("running") == ([], 0)
+    assert store.list_sessions("running") == ([], 0)
     row = rows[0]
     assert (row.task, row.status, row.step_count, row.usage) == (
         "Count the lines in README.md", SessionStatus.FINISHED, 0, TokenUsage())
@@ -520,7 +520,7 @@ def test_delete_removes_the_session_and_its_history(store: SqliteStore, db: Path
     assert store.acquire("sess_1", "me")
     assert store.delete("sess_1") and not store.delete("sess_1")
     assert store.load("sess_1") is None and store.lease("sess_1") is None
-    assert count(db, "messages") == 2 and count(db, "steps") == 0 and store.list()[1] == 1
+    assert count(db, "messages") == 2 and count(db, "steps") == 0 and store.list_sessions()[1] == 1
 
 
 def test_registrations_are_replaced_and_survive_reopening(store: SqliteStore, db: Path) -> None:
