@@ -3,7 +3,9 @@ schema for one turn, and the pattern an answer after the final check must match.
 
 from __future__ import annotations
 
-from mini_agent.core.contracts import ToolSpec
+import re
+
+from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
 from mini_agent.llm import narrowing
 
 LIST = ToolSpec(
@@ -27,3 +29,25 @@ def test_arguments_left_out_vanish_from_that_tool_only_and_required_ones_stay() 
 
 def test_nothing_to_leave_out_offers_the_tools_as_they_are() -> None:
     assert narrowing.without_arguments([LIST], {}) == [LIST]
+
+
+def test_a_spent_default_stays_out_when_another_spent_value_cannot_be_spelled_by_a_pattern() -> None:
+    listing = ToolSpec(
+        "list_python_files",
+        "List.",
+        {"type": "object", "properties": {"directory": {"type": "string", "default": "."}}},
+    )
+    calls = (
+        ToolCall("a", "list_python_files", {}),
+        ToolCall("b", "list_python_files", {"directory": "ws}'x"}),
+    )
+    messages = [
+        Message(Role.USER, "list them"),
+        Message(Role.ASSISTANT, "", tool_calls=calls),
+        *(Message(Role.TOOL, "out", tool_call_id=call.id) for call in calls),
+    ]
+    (offered,) = narrowing.unspent([listing], messages)
+    directory = offered.input_schema["properties"]["directory"]
+    pattern = re.compile(directory["pattern"])
+    assert offered.input_schema["required"] == ["directory"]  # leaving it out would be the spent default
+    assert not pattern.fullmatch(".") and pattern.fullmatch("src") and pattern.fullmatch("ws}'x")
