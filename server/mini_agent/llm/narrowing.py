@@ -107,10 +107,11 @@ def _excluding(schema: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str,
     if not isinstance(prop, dict) or prop.get("type") != "string" or {"enum", "const", "pattern"} & set(prop):
         return schema
     used = [call.get(name, prop.get("default")) for call in calls]
-    if not all(isinstance(value, str) for value in used):
+    strings = [value for value in used if isinstance(value, str)]
+    if len(strings) != len(used):
         return schema  # a call without the value and no default to stand for it
     # a value a plain pattern cannot spell (a quote, a brace) stays writable; the others are left out
-    values = sorted({value for value in used if _PLAIN_VALUE.fullmatch(value)})
+    values = sorted({value for value in strings if _PLAIN_VALUE.fullmatch(value)})
     if not values or len(values) > _MAX_EXCLUDED:
         return schema
     left_out = name not in schema.get("required", ()) and prop.get("default") in values
