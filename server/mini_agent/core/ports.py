@@ -34,13 +34,16 @@ class LLMClient(Protocol):
         turn_mode: str | None = None,
         answer_with: Sequence[str] = (),
         leave_out: Mapping[str, Sequence[str]] | None = None,
+        rest: Sequence[str] = (),
     ) -> LLMResponse:
         """One model turn. `turn_mode` is the tool mode the turn's previous reply came in (None on a
         turn's first request): a model adapter that picks modes itself keeps a turn in one form.
         `answer_with`: words this turn's final answer must hold (the final check's left-out results);
         an adapter that can constrain the reply (json mode's grammar) makes this turn that answer.
         `leave_out`: per tool, optional arguments this turn's call may not set (the repair hints'); an
-        adapter that can constrain the reply leaves them out of the call, so it takes the defaults."""
+        adapter that can constrain the reply leaves them out of the call, so it takes the defaults.
+        `rest`: tools this turn may not call (the repair hints': each failed twice since its result
+        came); an adapter that can constrain the reply leaves them out of it."""
         ...
 
 

@@ -10,7 +10,10 @@ error changes, and a call that failed with only required arguments, or with defa
 A model that fails the same way again is held to the hint where the reply can be constrained: when the
 last two calls of a tool in this turn both failed while setting the same optional argument away from
 its default, that argument is one the next request may not set (`pinned`; json mode's grammar leaves
-it out, so the call takes the default). Pure: no I/O.
+it out, so the call takes the default). A tool whose result the model already has in this turn, and
+whose last two calls since then both failed, rests for the next request (`resting`: the grammar
+offers the other tools and the answer), so a model that wanders in made-up arguments to a tool it no
+longer needs moves on. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -57,6 +60,21 @@ def pinned(
             if both:
                 out[name] = tuple(sorted(both))
     return out
+
+
+def resting(turn: Sequence[StepRecord]) -> tuple[str, ...]:
+    """The tools the next request may not call: each has a successful result in `turn` (the current
+    user turn's steps, oldest first), and its last two calls in it came after that and both failed."""
+    history: dict[str, list[bool]] = {}  # per tool, whether each of its calls failed, in order
+    for record in turn:
+        failed = {obs.call_id for obs in record.observations if obs.is_error}
+        for call in record.tool_calls:
+            history.setdefault(call.name, []).append(call.id in failed)
+    return tuple(
+        name
+        for name, calls in history.items()
+        if len(calls) >= 3 and calls[-1] and calls[-2] and not all(calls[:-2])
+    )
 
 
 def _defaults(spec: ToolSpec | None) -> dict[str, Any]:

@@ -142,7 +142,9 @@ class Stepper:
         turn_mode = last.tool_mode or None if last is not None else None
         answer_with = answercheck.asked_words(last) if last is not None else ()
         turn = session.steps[session.turn_start :]
-        leave_out = repair.pinned(turn, self._tools.get) if session.config.llm.harness.repair_hints else {}
+        hints = session.config.llm.harness.repair_hints
+        leave_out = repair.pinned(turn, self._tools.get) if hints else {}
+        rest = repair.resting(turn) if hints else ()
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
             reply = self._llm.generate(
@@ -154,6 +156,7 @@ class Stepper:
                 turn_mode=turn_mode,
                 answer_with=answer_with,
                 leave_out=leave_out,
+                rest=rest,
             )
             try:
                 response = await flight.race(reply)

@@ -128,6 +128,7 @@ class OpenAICompatibleClient:
         turn_mode: str | None = None,
         answer_with: Sequence[str] = (),
         leave_out: Mapping[str, Sequence[str]] | None = None,
+        rest: Sequence[str] = (),
     ) -> LLMResponse:
         announced = (config.base_url, config.model, config.tool_mode)
         if announced not in self._announced:
@@ -135,9 +136,8 @@ class OpenAICompatibleClient:
             log.info("model requests go to %s (model %s, tool mode %s)", *announced)
         token = ON_RETRY.set(on_retry)
         try:
-            narrow = narrowing.Narrowing(
-                tuple(answer_with), {name: tuple(args) for name, args in (leave_out or {}).items()}
-            )
+            pinned = {name: tuple(args) for name, args in (leave_out or {}).items()}
+            narrow = narrowing.Narrowing(tuple(answer_with), pinned, tuple(rest))
             return await self._generate(messages, tools, config, on_text, turn_mode, narrow)
         finally:
             ON_RETRY.reset(token)
@@ -243,6 +243,7 @@ class OpenAICompatibleClient:
         streamed = Sink(on_text)  # a reply taken as ReAct is streamed whole, as react mode streams
         offered = narrowing.unspent(tools, messages) if config.harness.prune_repeats else tools
         offered = narrowing.without_arguments(offered, narrow.leave_out)
+        offered = [tool for tool in offered if tool.name not in narrow.rest]
         must_hold = narrow.must_hold
         try:
             done = await self._json_once(payload, offered, form, config, streamed, refusable, must_hold)

@@ -26,10 +26,12 @@ from mini_agent.core.contracts import Message, Role, ToolSpec
 class Narrowing:
     """What the loop holds one json turn to, beyond the tools' own schemas: `must_hold`, words its final
     answer must hold (the final check's); `leave_out`, per tool, arguments its call may not set (the
-    repair hints': they failed twice away from their defaults, so the call takes the defaults)."""
+    repair hints': they failed twice away from their defaults, so the call takes the defaults); `rest`,
+    tools it may not call (the repair hints': each failed twice since the model had its result)."""
 
     must_hold: tuple[str, ...] = ()
     leave_out: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    rest: tuple[str, ...] = ()
 
 
 NOT_NARROWED = Narrowing()

@@ -341,3 +341,45 @@ async def test_an_optional_argument_that_failed_twice_is_left_out_of_the_next_gr
     assert [directory_settable(n) for n in range(4)] == [True, True, not repair_hints, True]
     systems = {request["messages"][0]["content"] for request in model.requests}
     assert len(systems) == 1
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("repair_hints", [True, False])
+async def test_a_tool_that_failed_twice_after_its_result_came_is_not_offered_by_the_next_grammar(
+    workspace: Path, daemon_factory: Callable[..., Any], repair_hints: bool
+) -> None:
+    """The model has the file list, then makes up two folders for the same tool: the next turn's
+    schema offers the other tool and the answer, not that one (the prompt's tool list unchanged)."""
+    made_up = [turn("look there", "list_python_files", directory=f"./made_up{n}") for n in range(2)]
+    turns = [
+        {"content": text}
+        for text in [
+            turn("the root", "list_python_files"),
+            *made_up,
+            turn("count", "count_file_lines", file_path="schema.py"),
+            turn("ok", answer="3 files; schema.py has 21 lines"),
+        ]
+    ]
+    async with ReplayServer({"turns": turns}) as model:
+        options = json_options(model)
+        options["llm"]["harness"] = {"repairHints": repair_hints}
+        client = await daemon_factory(options)
+        await client.request("agent/registerTool", {"path": "tools.py"})
+        task = "Which Python files are there, and how many lines has schema.py?"
+        session_id = (await client.request("agent/startSession", {"task": task}))["sessionId"]
+        steps = [await client.request("agent/step", {"sessionId": session_id}) for _ in range(5)]
+
+    assert [step["observations"][0]["isError"] for step in steps[:4]] == [False, True, True, False]
+
+    def offered(request: int) -> set[str]:
+        branches = model.response_formats[request]["json_schema"]["schema"]["properties"]["action"]["anyOf"]
+        return {b["properties"]["tool"]["const"] for b in branches if "tool" in b["properties"]}
+
+    both = {"list_python_files", "count_file_lines"}
+    assert [offered(n) for n in range(4)] == [
+        both,
+        both,
+        both,
+        {"count_file_lines"} if repair_hints else both,
+    ]
+    assert len({request["messages"][0]["content"] for request in model.requests}) == 1

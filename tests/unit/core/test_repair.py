@@ -70,3 +70,13 @@ def test_an_optional_argument_that_failed_twice_in_a_row_is_pinned_to_its_defaul
         record(n, numbered(n, "count_file_lines", file_path=f"{n}.py"), failed=True) for n in range(2)
     ]
     assert repair.pinned(required, spec_of) == {}  # a required argument is never pinned
+
+
+def test_a_tool_that_failed_twice_since_its_result_came_rests_for_one_request() -> None:
+    worked = record(0, numbered(1, "list_python_files"), failed=False)
+    wrong = [record(n, numbered(n, "list_python_files", directory=f"./{n}"), failed=True) for n in (2, 3)]
+    assert repair.resting([worked, wrong[0]]) == ()  # one failure: it may still be a repair
+    assert repair.resting([worked, *wrong]) == ("list_python_files",)
+    assert repair.resting(wrong) == ()  # never worked: the model has no result of it to go on with
+    again = record(4, numbered(4, "list_python_files"), failed=False)
+    assert repair.resting([worked, *wrong, again]) == ()  # its last call worked
