@@ -140,7 +140,7 @@ class MiniAgent:
     async def aclose(self) -> None:
         """Stop every workspace's tool hosts, HTTP session and store."""
         for chat in self._chats.values():
-            chat.workspace.cancel(chat.session_id)
+            chat.workspace.sessions.cancel(chat.session_id)
         closing = (workspace.aclose() for workspace, _ in self._workspaces.values())
         await asyncio.gather(*closing, return_exceptions=True)
 
@@ -161,7 +161,7 @@ class MiniAgent:
     ) -> LoadSessionResponse:
         """Replay the whole history, user turns included, before answering."""
         workspace, client = await self._workspace(cwd)
-        events = workspace.replay(session_id, task=True)  # an unknown session stops here
+        events = workspace.sessions.replay(session_id, task=True)  # an unknown session stops here
         chat = self._adopt(session_id, (workspace, client), started=True, mcp_servers=mcp_servers)
         self._warn(chat)
         options, modes = await self._config(chat)
@@ -174,7 +174,7 @@ class MiniAgent:
         self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> ResumeSessionResponse:
         pair = await self._workspace(cwd)
-        pair[0].resume(session_id)
+        pair[0].sessions.resume(session_id)
         chat = self._adopt(session_id, pair, started=True, mcp_servers=mcp_servers)
         options, modes = await self._config(chat)
         self._announce(chat)
@@ -189,7 +189,7 @@ class MiniAgent:
         infos: list[SessionInfo] = []
         more = False
         for workspace, _client in pairs:
-            rows, total = workspace.list_sessions(None, PAGE, offset)
+            rows, total = workspace.sessions.list_sessions(None, PAGE, offset)
             more = more or offset + PAGE < total  # counted before unreadable rows are skipped
             infos += [info for row in rows if (info := _info(row, workspace.root)) is not None]
         return ListSessionsResponse(sessions=infos, next_cursor=str(offset + PAGE) if more else None)
@@ -204,7 +204,7 @@ class MiniAgent:
             self._chats.pop(session_id, None)
             if chat.started:
                 with contextlib.suppress(UnknownSession):  # deleted meanwhile
-                    chat.workspace.close_session(session_id)
+                    chat.workspace.sessions.close(session_id)
         return CloseSessionResponse()
 
     def _announce(self, chat: Chat) -> None:
@@ -216,11 +216,11 @@ class MiniAgent:
         chat = self._chats.pop(session_id, None)
         if chat is not None:
             if chat.started:
-                chat.workspace.delete_session(session_id)
+                chat.workspace.sessions.delete(session_id)
             return DeleteSessionResponse()
         for workspace, _client in self._workspaces.values():
             try:
-                workspace.delete_session(session_id)
+                workspace.sessions.delete(session_id)
             except UnknownSession:
                 continue
             return DeleteSessionResponse()
@@ -280,9 +280,9 @@ class MiniAgent:
     def _current(self, chat: Chat) -> tuple[str, PermissionMode]:
         """The session's model and permission mode (the chosen or the default ones before it starts)."""
         if chat.started:
-            config = chat.workspace.session(chat.session_id).config
+            config = chat.workspace.sessions.get(chat.session_id).config
             return config.llm.model, config.permission_mode
-        defaults = chat.workspace.defaults
+        defaults = chat.workspace.sessions.defaults
         return chat.model or defaults.llm.model, chat.mode or defaults.permission_mode
 
     async def _config(self, chat: Chat) -> tuple[list[updates.ConfigOption], SessionModeState]:
@@ -321,7 +321,7 @@ class MiniAgent:
                 chat.beginning = None
             if chat.cancels != ticket:  # cancelled while its MCP servers started
                 return PromptResponse(stop_reason="cancelled")
-            summary = await chat.workspace.run(session_id)
+            summary = await chat.workspace.sessions.run(session_id)
         reason = summary.stop_reason
         if reason is StopReason.ERROR:
             failed = JsonRpcError.internal_error(
@@ -343,7 +343,7 @@ class MiniAgent:
         chat.cancels += 1
         if chat.beginning is not None:
             chat.beginning.cancel()
-        chat.workspace.cancel(session_id)
+        chat.workspace.sessions.cancel(session_id)
 
     async def _command(self, chat: Chat, text: str) -> PromptResponse:
         """A slash command (`slash.run`): its words an agent message, no model turn."""
@@ -366,7 +366,7 @@ class MiniAgent:
         workspace, session_id = chat.workspace, chat.session_id
         await self._trust.ensure(session_id, workspace, chat.client)
         if chat.started:
-            await workspace.prompt(session_id, text, chat.mcp_servers)
+            workspace.sessions.prompt(session_id, text, chat.mcp_servers)
             return
         from mini_agent.app.options import LLMParams
 

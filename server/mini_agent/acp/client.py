@@ -80,7 +80,7 @@ class AcpClient:
         """The models the workspace's model server listed, as far as it was asked (see `acp.agent`)."""
         if self.workspace is None:
             return []
-        return self.workspace.known_models(self.workspace.defaults.llm.base_url)
+        return self.workspace.known_models(self.workspace.sessions.defaults.llm.base_url)
 
     def tools_changed(self, tools: ToolList) -> None:
         """ACP has no tool-list notification: a new tool shows when the model calls it."""
@@ -116,7 +116,7 @@ class AcpClient:
             return None
         if answer.outcome == "cancelled":
             if self.workspace is not None:
-                self.workspace.cancel(session.session_id)
+                self.workspace.sessions.cancel(session.session_id)
             return None
         try:
             decision = Decision(answer.option_id)

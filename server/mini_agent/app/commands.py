@@ -125,7 +125,7 @@ async def _dispatch(
         return await _trust(workspace, door)
     if name == "compact":
         assert session_id is not None
-        return Outcome(name, await workspace.compact(session_id))
+        return Outcome(name, await workspace.sessions.compact(session_id))
     assert door.configure is not None and door.current is not None
     if name == "model":
         if argument and (why := unsafe(argument)) is not None:
@@ -170,7 +170,7 @@ async def _trust(workspace: Workspace, door: Door) -> Outcome:
 def _tools(workspace: Workspace, session_id: str | None) -> list[ToolSpec]:
     if session_id is None:
         return list(workspace.registry.list_tools())
-    return workspace.session_tools(session_id)
+    return workspace.sessions.tools(session_id)
 
 
 def tools_text(specs: list[ToolSpec]) -> str:

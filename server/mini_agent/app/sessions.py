@@ -100,7 +100,7 @@ class Sessions:
             session_id, model=model, permission_mode=permission_mode, tool_mode=tool_mode
         )
 
-    def prompt(self, session_id: str, text: str, mcp_servers: list[McpServer] | None) -> AgentSession:
+    def prompt(self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None) -> AgentSession:
         """A follow-up turn. A session that ended its turn let its MCP servers go (see `Outbox.send`):
         they are taken up again, in the background (a call to one still starting waits for it).
         `mcp_servers` replaces the ones the session named (an ACP client names them again on load)."""

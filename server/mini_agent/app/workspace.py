@@ -1,7 +1,8 @@
 """One workspace: its runtime, tools, model client and store, composed; trust and approval policy.
 
-Built once a client has said where it works, it is the doors' only entrance: they call its verbs and
-never hold the runtime (`lint-imports` keeps `core.runtime` and `core.stepper` out of them).
+Built once a client has said where it works, it is the doors' only entrance: they call its verbs, and
+its `sessions` (`app.sessions.Sessions`) for the session verbs, and never hold the runtime
+(`lint-imports` keeps `core.runtime` and `core.stepper` out of them).
 Protocol-free: it returns the core's values and reaches the client only through `port.Client`, which
 each door implements (`lsp.client`, `acp.client`). Beside it: `sessions` (the session verbs, over the
 runtime), `mcp_turns` (a session's MCP servers around its turns, and the wait before one), `outbox`
@@ -11,7 +12,6 @@ runtime), `mcp_turns` (a session's MCP servers around its turns, and the wait be
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -28,19 +28,15 @@ from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
 from mini_agent.app.outbox import Outbox
 from mini_agent.app.port import Answer, Client, HeldRegistration, Scoping, ToolList
 from mini_agent.app.sessions import Sessions
-from mini_agent.core.contracts import LLMConfig, Observation, ToolCall, ToolMode, ToolSpec
+from mini_agent.core.contracts import LLMConfig, ToolCall, ToolMode, ToolSpec
 from mini_agent.core.errors import WorkspaceUntrusted
 from mini_agent.core.events import AgentEvent
-from mini_agent.core.flight import Flight
-from mini_agent.core.runtime import RunSummary
 from mini_agent.core.session import (
     AgentConfig,
     AgentSession,
     Ask,
     Decision,
     PermissionMode,
-    SessionPage,
-    StepRecord,
     new_session_id,
 )
 from mini_agent.llm.client import OpenAICompatibleClient
@@ -123,7 +119,7 @@ class Workspace:
         tap = self.tracing.observe if self.tracing is not None else None
         self.outbox = Outbox(self.client, tap=tap, finished=self.servers.release)
         self._on_update = self.outbox.emit  # the core's event sink
-        self._runtime = GatedRuntime(  # private: the doors reach sessions through the verbs below
+        self._runtime = GatedRuntime(  # private: the doors reach sessions through `sessions`
             self.llm,
             self.tracing.tools(self.registry) if self.tracing is not None else self.registry,
             defaults=defaults,
@@ -135,7 +131,7 @@ class Workspace:
             formats=reply_format,
             gate=self.servers.gate,
         )
-        self._sessions = Sessions(self._runtime, self.servers, self.outbox, self.store)
+        self.sessions = Sessions(self._runtime, self.servers, self.outbox, self.store)
         if self.store is not None and not self.trusted:
             self.store.adopt = self._adopt
         self.registry.held_back = self.held_back_note()
@@ -286,16 +282,7 @@ class Workspace:
             self.store.save_registrations(self.registry.registrations() + held)
         self.client.tools_changed(self.tool_list())
 
-    # -- sessions: the doors' verbs, on `sessions.Sessions` ---------------------------------------
-
-    @property
-    def defaults(self) -> AgentConfig:
-        """The configuration a new session starts with (its model settings without the API key)."""
-        return self._sessions.defaults
-
-    def session(self, session_id: str) -> AgentSession:
-        """A session's latest state; an unknown one raises `UnknownSession`."""
-        return self._sessions.get(session_id)
+    # -- sessions: `sessions` (app.sessions.Sessions) holds the doors' verbs; these two add the policy
 
     async def start_session(
         self,
@@ -312,7 +299,7 @@ class Workspace:
         """Begin a session at once, its MCP servers starting in the background (`Sessions.start`). The
         workspace file's approval policy gives its first standing decisions."""
         self.check_mode(permission_mode)
-        return await self._sessions.start(
+        return await self.sessions.start(
             task,
             system_prompt=system_prompt,
             tools=tools,
@@ -339,74 +326,9 @@ class Workspace:
     ) -> AgentSession:
         """Change a session's model, permission mode or tool mode, from its next model turn on."""
         self.check_mode(permission_mode)
-        return self._sessions.configure(
+        return self.sessions.configure(
             session_id, model=model, permission_mode=permission_mode, tool_mode=tool_mode
         )
-
-    async def prompt(
-        self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None
-    ) -> AgentSession:
-        """A follow-up turn, on either door; its MCP servers taken up again (`Sessions.prompt`)."""
-        return self._sessions.prompt(session_id, text, mcp_servers)
-
-    def resume(self, session_id: str, llm: LLMParams | None = None) -> AgentSession:
-        """Take a stored session up here (e.g. after a crash); `llm` over its own model settings."""
-        return self._sessions.resume(session_id, llm)
-
-    def expecting(self, session_id: str) -> contextlib.AbstractContextManager[Flight]:
-        """A flight for a `run` or `step` about to be asked for: a `cancel` from now on stops it."""
-        return self._sessions.expecting(session_id)
-
-    async def run(
-        self, session_id: str, *, max_steps: int | None = None, flight: Flight | None = None
-    ) -> RunSummary:
-        """Step the session until it ends its turn, waits for an approval or uses up `max_steps`."""
-        return await self._sessions.run(session_id, max_steps=max_steps, flight=flight)
-
-    async def step(self, session_id: str, *, flight: Flight | None = None) -> StepRecord:
-        """One step: a model turn and the calls it asked for."""
-        return await self._sessions.step(session_id, flight=flight)
-
-    def cancel(self, session_id: str) -> bool:
-        """Stop the session's turn in flight (and one expected); False when there was none."""
-        return self._sessions.cancel(session_id)
-
-    def approve(self, session_id: str, call_id: str, decision: Decision, reason: str | None = None) -> None:
-        """The person's decision on a pending call."""
-        self._sessions.approve(session_id, call_id, decision, reason)
-
-    async def compact(self, session_id: str) -> str:
-        """Compact the session's context now; says what was done."""
-        return await self._sessions.compact(session_id)
-
-    def session_tools(self, session_id: str) -> list[ToolSpec]:
-        """The tools the session's model may call."""
-        return self._sessions.tools(session_id)
-
-    def replay(self, session_id: str, *, task: bool = False) -> list[AgentEvent]:
-        """The trajectory as the events a live run sent, for the door to render; the task too with
-        `task`."""
-        return self._sessions.replay(session_id, task=task)
-
-    def load_session(self, session_id: str) -> int:
-        """Replay a stored trajectory to the client as events; returns how many were published."""
-        return self._sessions.load(session_id)
-
-    def observation(self, session_id: str, call_id: str) -> Observation:
-        """A tool result whole: what the model was shown of it may have been cut to fit its window."""
-        return self._sessions.observation(session_id, call_id)
-
-    def list_sessions(self, status: str | None, limit: int, offset: int) -> SessionPage:
-        """Newest first; without a store, the sessions this process holds."""
-        return self._sessions.list_sessions(status, limit, offset)
-
-    def close_session(self, session_id: str) -> None:
-        """Let a session that is not stepping go (the store keeps it, to be loaded again)."""
-        self._sessions.close(session_id)
-
-    def delete_session(self, session_id: str) -> bool:
-        """The session gone from this daemon and the store."""
-        return self._sessions.delete(session_id)
 
     # -- models ---------------------------------------------------------------------------------
 
@@ -421,7 +343,7 @@ class Workspace:
 
     def _report(self, session_id: str, message: str) -> None:
         """A problem with one of a session's tool sources (`Sessions.report`)."""
-        self._sessions.report(session_id, message)
+        self.sessions.report(session_id, message)
 
     def trace_parent(self, session_id: str, traceparent: str | None) -> None:
         """A client's W3C `traceparent` for the session's next turn: its agent span's parent."""

@@ -317,7 +317,7 @@ async def start_session(workspace: Workspace, p: StartSessionParams) -> dict[str
 async def prompt(workspace: Workspace, p: PromptParams) -> dict[str, Any]:
     """A follow-up user turn; agent/step or agent/run then go on from it."""
     workspace.trace_parent(p.session_id, p.traceparent)
-    session = await workspace.prompt(p.session_id, p.text)
+    session = workspace.sessions.prompt(p.session_id, p.text)
     return {"sessionId": session.session_id, "status": session.status.value}
 
 
@@ -327,13 +327,13 @@ async def step(workspace: Workspace, p: StepParams) -> dict[str, Any]:
 
     workspace.trace_parent(p.session_id, p.traceparent)
 
-    session = workspace.session(p.session_id)
+    session = workspace.sessions.get(p.session_id)
     title = f"mini-agent step {len(session.steps) + 1}"
-    with workspace.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
+    with workspace.sessions.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
         async with progress(server, workspace, p.session_id, p.work_done_token, title):
-            work = workspace.step(p.session_id, flight=flight)
-            record = await cancellable(work, lambda: workspace.cancel(p.session_id), _stopping)
-    return wire.step_result(workspace.session(p.session_id), record)
+            work = workspace.sessions.step(p.session_id, flight=flight)
+            record = await cancellable(work, lambda: workspace.sessions.cancel(p.session_id), _stopping)
+    return wire.step_result(workspace.sessions.get(p.session_id), record)
 
 
 @method("agent/run", "RunParams")
@@ -342,12 +342,12 @@ async def run(workspace: Workspace, p: RunParams) -> dict[str, Any]:
 
     workspace.trace_parent(p.session_id, p.traceparent)
 
-    title = f"mini-agent: {workspace.session(p.session_id).task[:60]}"
-    with workspace.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
+    title = f"mini-agent: {workspace.sessions.get(p.session_id).task[:60]}"
+    with workspace.sessions.expecting(p.session_id) as flight:  # an agent/cancel from now on stops it
         token = p.work_done_token if p.work_done_token is not None else await server_token(server)
         async with progress(server, workspace, p.session_id, token, title):
-            work = workspace.run(p.session_id, max_steps=p.max_steps, flight=flight)
-            summary = await cancellable(work, lambda: workspace.cancel(p.session_id), _stopping)
+            work = workspace.sessions.run(p.session_id, max_steps=p.max_steps, flight=flight)
+            summary = await cancellable(work, lambda: workspace.sessions.cancel(p.session_id), _stopping)
     session = summary.session
     return {
         "sessionId": session.session_id,
@@ -363,14 +363,14 @@ async def run(workspace: Workspace, p: RunParams) -> dict[str, Any]:
 
 @method("agent/cancel", "SessionParams")
 async def cancel(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
-    workspace.session(p.session_id)
-    return {"sessionId": p.session_id, "cancelled": workspace.cancel(p.session_id)}
+    workspace.sessions.get(p.session_id)
+    return {"sessionId": p.session_id, "cancelled": workspace.sessions.cancel(p.session_id)}
 
 
 @method("agent/approve", "ApproveParams")
 async def approve(workspace: Workspace, p: ApproveParams) -> dict[str, Any]:
-    workspace.approve(p.session_id, p.tool_call_id, p.decision, p.reason)
-    session = workspace.session(p.session_id)
+    workspace.sessions.approve(p.session_id, p.tool_call_id, p.decision, p.reason)
+    session = workspace.sessions.get(p.session_id)
     return {"sessionId": p.session_id, "toolCallId": p.tool_call_id, "status": session.status.value}
 
 
@@ -378,14 +378,14 @@ async def approve(workspace: Workspace, p: ApproveParams) -> dict[str, Any]:
 async def get_session(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    return wire.session_full(workspace.session(p.session_id))
+    return wire.session_full(workspace.sessions.get(p.session_id))
 
 
 @method("agent/getObservation", "ObservationParams")
 async def get_observation(workspace: Workspace, p: ObservationParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    found = workspace.observation(p.session_id, p.tool_call_id)
+    found = workspace.sessions.observation(p.session_id, p.tool_call_id)
     return {"sessionId": p.session_id, **wire.observation(found), "output": found.output}
 
 
@@ -393,7 +393,7 @@ async def get_observation(workspace: Workspace, p: ObservationParams) -> dict[st
 async def list_sessions(workspace: Workspace, p: ListSessionsParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    rows, total = workspace.list_sessions(p.status, p.limit, p.offset)
+    rows, total = workspace.sessions.list_sessions(p.status, p.limit, p.offset)
     return {"sessions": [wire.session_row(row) for row in rows], "total": total}
 
 
@@ -401,20 +401,20 @@ async def list_sessions(workspace: Workspace, p: ListSessionsParams) -> dict[str
 async def resume_session(workspace: Workspace, p: ResumeParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    return wire.session_full(workspace.resume(p.session_id, p.llm))
+    return wire.session_full(workspace.sessions.resume(p.session_id, p.llm))
 
 
 @method("agent/loadSession", "SessionParams")
 async def load_session(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
     from mini_agent.lsp import wire
 
-    sent = workspace.load_session(p.session_id)
-    return {**wire.session_summary(workspace.session(p.session_id)), "updatesSent": sent}
+    sent = workspace.sessions.load(p.session_id)
+    return {**wire.session_summary(workspace.sessions.get(p.session_id)), "updatesSent": sent}
 
 
 @method("agent/deleteSession", "SessionParams")
 async def delete_session(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
-    return {"sessionId": p.session_id, "deleted": workspace.delete_session(p.session_id)}
+    return {"sessionId": p.session_id, "deleted": workspace.sessions.delete(p.session_id)}
 
 
 method("agent/listModels", "ListModelsParams")(session_config.list_models)

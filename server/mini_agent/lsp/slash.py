@@ -58,7 +58,7 @@ class Commands:
 
         if commands.parse(text) is None:
             return None
-        session = workspace.session(session_id) if session_id is not None else None  # unknown: -32602
+        session = workspace.sessions.get(session_id) if session_id is not None else None  # unknown: -32602
         door = commands.Door(lambda: self._trust(workspace))
         if session_id is not None:
             door = commands.Door(
@@ -99,7 +99,7 @@ def _configure(
 
 def _current(workspace: Workspace, session_id: str) -> Callable[[], tuple[str, PermissionMode]]:
     def current() -> tuple[str, PermissionMode]:
-        config = workspace.session(session_id).config
+        config = workspace.sessions.get(session_id).config
         return config.llm.model, config.permission_mode
 
     return current
