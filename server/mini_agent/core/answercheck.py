@@ -67,11 +67,13 @@ def unused_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[L
     """The tools whose successful results in `turn` the answer does not use, with each one's first
     such result and its salient words in the order they appear, in call order (each tool once); empty
     when the answer uses them all, or none of them, or when the task asks for one thing only."""
-    results = _weigh(turn, answer, task)
-    if not any(item.used for item in results):
-        return []
+    return left_out(wanted_results(turn, answer, task))
+
+
+def left_out(wanted: Sequence[LeftOut]) -> list[LeftOut]:
+    """Of `wanted`, the first result of each tool the held-back answer did not use, in call order."""
     missing: dict[str, LeftOut] = {}
-    for item in results:
+    for item in wanted:
         if not item.used:
             missing.setdefault(item.name, item)
     return list(missing.values())

@@ -19,7 +19,7 @@ longer needs moves on. Pure: no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from mini_agent.core.contracts import ToolCall, ToolSpec
@@ -48,11 +48,9 @@ def pinned(
     `turn` (the current user turn's steps, oldest first) both set away from their defaults, where both
     calls failed."""
     history: dict[str, list[tuple[bool, set[str]]]] = {}
-    for record in turn:
-        failed = {obs.call_id for obs in record.observations if obs.is_error}
-        for call in record.tool_calls:
-            away = set(_away(call, _defaults(spec_of(call.name))))
-            history.setdefault(call.name, []).append((call.id in failed, away))
+    for call, failed in _calls(turn):
+        away = set(_away(call, _defaults(spec_of(call.name))))
+        history.setdefault(call.name, []).append((failed, away))
     out: dict[str, tuple[str, ...]] = {}
     for name, calls in history.items():
         if len(calls) >= 2 and calls[-1][0] and calls[-2][0]:
@@ -66,15 +64,21 @@ def resting(turn: Sequence[StepRecord]) -> tuple[str, ...]:
     """The tools the next request may not call: each has a successful result in `turn` (the current
     user turn's steps, oldest first), and its last two calls in it came after that and both failed."""
     history: dict[str, list[bool]] = {}  # per tool, whether each of its calls failed, in order
-    for record in turn:
-        failed = {obs.call_id for obs in record.observations if obs.is_error}
-        for call in record.tool_calls:
-            history.setdefault(call.name, []).append(call.id in failed)
+    for call, failed in _calls(turn):
+        history.setdefault(call.name, []).append(failed)
     return tuple(
         name
         for name, calls in history.items()
         if len(calls) >= 3 and calls[-1] and calls[-2] and not all(calls[:-2])
     )
+
+
+def _calls(turn: Sequence[StepRecord]) -> Iterator[tuple[ToolCall, bool]]:
+    """Each call of `turn`, oldest first, with whether its result was an error."""
+    for record in turn:
+        failed = {obs.call_id for obs in record.observations if obs.is_error}
+        for call in record.tool_calls:
+            yield call, call.id in failed
 
 
 def _defaults(spec: ToolSpec | None) -> dict[str, Any]:

@@ -234,7 +234,7 @@ class Stepper:
         check_id = f"{answercheck.CHECK_PREFIX}{record.index}"
         record.observations.append(Observation(check_id, "", text, structured=words))
         session.messages.append(Message(Role.TOOL, text))
-        names = ", ".join(item.name for item in wanted if not item.used)
+        names = ", ".join(item.name for item in answercheck.left_out(wanted))
         message = (
             f"The answer does not use what {names} returned: the model is shown the task again "
             "for one more turn (llm.harness.finalCheck)."

@@ -241,9 +241,7 @@ class OpenAICompatibleClient:
         payload = _payload(config, react.render_messages(messages, tools, jsonmode.PROTOCOL))
         refusable = fallback or form == "json_schema"
         streamed = Sink(on_text)  # a reply taken as ReAct is streamed whole, as react mode streams
-        offered = narrowing.unspent(tools, messages) if config.harness.prune_repeats else tools
-        offered = narrowing.without_arguments(offered, narrow.leave_out)
-        offered = [tool for tool in offered if tool.name not in narrow.rest]
+        offered = narrowing.offered(tools, messages, narrow, prune_repeats=config.harness.prune_repeats)
         must_hold = narrow.must_hold
         try:
             done = await self._json_once(payload, offered, form, config, streamed, refusable, must_hold)

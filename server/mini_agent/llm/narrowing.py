@@ -3,7 +3,8 @@ cannot be right cannot be written (`llm.harness`).
 
 - `unspent` (`pruneRepeats`): a call identical to one whose result the model already has in this turn;
 - `without_arguments` (`repairHints`): optional arguments that failed twice away from their defaults
-  (`core.repair.pinned` names them), so the call takes the defaults;
+  (`core.repair.pinned` names them), so the call takes the defaults; and tools that failed twice since
+  their result came (`core.repair.resting`) are not offered for a turn;
 - `holding` (`finalCheck`): the pattern that makes the answer after the final check hold the words it
   left out.
 
@@ -35,6 +36,16 @@ class Narrowing:
 
 
 NOT_NARROWED = Narrowing()
+
+
+def offered(
+    tools: Sequence[ToolSpec], messages: Sequence[Message], narrow: Narrowing, *, prune_repeats: bool
+) -> list[ToolSpec]:
+    """The tools as the next json turn's grammar offers them: spent calls out (`unspent`, when
+    `prune_repeats`), pinned arguments out (`without_arguments`), resting tools out."""
+    narrowed = unspent(tools, messages) if prune_repeats else list(tools)
+    narrowed = without_arguments(narrowed, narrow.leave_out)
+    return [tool for tool in narrowed if tool.name not in narrow.rest]
 
 
 # Values a pruned string argument may be excluded from: plain names and paths, short enough that the
