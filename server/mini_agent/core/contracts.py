@@ -281,12 +281,16 @@ class Harness:
     the task shown again, before it is taken.
     `repair_hints`: a call that failed while it set an optional argument away from its declared default
     is shown, beside the error, that the argument is optional and what leaving it out means (`repair`).
+    `last_step`: before the step budget's last model turn the model is told it is the last and must
+    answer; json mode's grammar then offers only the final answer, native sends `tool_choice: "none"`
+    (`windup`).
     """
 
     text_calls: bool = True
     prune_repeats: bool = True
     final_check: bool = True
     repair_hints: bool = True
+    last_step: bool = True
 
 
 @dataclass(frozen=True, slots=True)

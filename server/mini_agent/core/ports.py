@@ -35,6 +35,7 @@ class LLMClient(Protocol):
         answer_with: Sequence[str] = (),
         leave_out: Mapping[str, Sequence[str]] | None = None,
         rest: Sequence[str] = (),
+        answer_only: bool = False,
     ) -> LLMResponse:
         """One model turn. `turn_mode` is the tool mode the turn's previous reply came in (None on a
         turn's first request): a model adapter that picks modes itself keeps a turn in one form.
@@ -43,7 +44,9 @@ class LLMClient(Protocol):
         `leave_out`: per tool, optional arguments this turn's call may not set (the repair hints'); an
         adapter that can constrain the reply leaves them out of the call, so it takes the defaults.
         `rest`: tools this turn may not call (the repair hints': each failed twice since its result
-        came); an adapter that can constrain the reply leaves them out of it."""
+        came); an adapter that can constrain the reply leaves them out of it.
+        `answer_only`: the step budget's last turn (`windup`); an adapter that can constrain the reply
+        makes it the final answer, without a call."""
         ...
 
 

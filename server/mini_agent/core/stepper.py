@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 
-from mini_agent.core import answercheck, repair
+from mini_agent.core import answercheck, repair, windup
 from mini_agent.core.approvals import Approvals, pending_for
 from mini_agent.core.budget import spent_on_context, too_long, window_use
 from mini_agent.core.checkpoints import Checkpoints
@@ -145,6 +145,7 @@ class Stepper:
         hints = session.config.llm.harness.repair_hints
         leave_out = repair.pinned(turn, self._tools.get) if hints else {}
         rest = repair.resting(turn) if hints else ()
+        answer_only = session.config.llm.harness.last_step and windup.is_last(turn, session.config.max_steps)
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
             reply = self._llm.generate(
@@ -157,6 +158,7 @@ class Stepper:
                 answer_with=answer_with,
                 leave_out=leave_out,
                 rest=rest,
+                answer_only=answer_only,
             )
             try:
                 response = await flight.race(reply)
@@ -241,6 +243,28 @@ class Stepper:
         )
         self._emit(StatusChanged(session.session_id, record.index, session.status, message=message))
         return True
+
+    def _warn_last_step(self, session: AgentSession, record: StepRecord) -> None:
+        """`llm.harness.lastStep` (`windup`): a step after which one model turn of the budget is left,
+        its calls all answered, ends with the note that the next turn is the last and is for the answer
+        (not after the final check's note, which asks for the answer already)."""
+        turn = session.steps[session.turn_start :]
+        if (
+            not session.config.llm.harness.last_step
+            or session.finished
+            or record.stop_reason is not None
+            or not session.steps
+            or record is not session.steps[-1]
+            or unfinished(record)
+            or answercheck.checked([record])
+            or windup.noted(record)
+            or not windup.is_last(turn, session.config.max_steps)
+        ):
+            return
+        text = windup.NOTE.format(finish=self._formats(record.tool_mode).finish)
+        record.observations.append(Observation(f"{windup.NOTE_PREFIX}{record.index}", "", text))
+        session.messages.append(Message(Role.TOOL, text))
+        self._emit(StatusChanged(session.session_id, record.index, session.status, message=windup.STATUS))
 
     def _check_loops(self, session: AgentSession, record: StepRecord) -> None:
         """The same call N times in a row gets one note instead of a run; once more ends the session."""
@@ -359,6 +383,7 @@ class Stepper:
         reported (a checkpoint that failed makes it an error, without changing the stored record)."""
         if record.stop_reason is StopReason.LOOP_DETECTED and not session.finished:
             session.finish(StopReason.LOOP_DETECTED)
+        self._warn_last_step(session, record)
         if (
             not session.finished
             and record.stop_reason is None

@@ -129,6 +129,7 @@ class OpenAICompatibleClient:
         answer_with: Sequence[str] = (),
         leave_out: Mapping[str, Sequence[str]] | None = None,
         rest: Sequence[str] = (),
+        answer_only: bool = False,
     ) -> LLMResponse:
         announced = (config.base_url, config.model, config.tool_mode)
         if announced not in self._announced:
@@ -137,7 +138,7 @@ class OpenAICompatibleClient:
         token = ON_RETRY.set(on_retry)
         try:
             pinned = {name: tuple(args) for name, args in (leave_out or {}).items()}
-            narrow = narrowing.Narrowing(tuple(answer_with), pinned, tuple(rest))
+            narrow = narrowing.Narrowing(tuple(answer_with), pinned, tuple(rest), answer_only)
             return await self._generate(messages, tools, config, on_text, turn_mode, narrow)
         finally:
             ON_RETRY.reset(token)
@@ -206,7 +207,7 @@ class OpenAICompatibleClient:
         if mode == "json":
             return await self._json(messages, tools, config, on_text, fallback=fallback, narrow=narrow)
         if mode == "native":
-            return await self._native(messages, tools, config, on_text, fallback=fallback)
+            return await self._native(messages, tools, config, on_text, fallback=fallback, narrow=narrow)
         return await self._react(messages, tools, config, on_text)
 
     async def _react(
@@ -291,10 +292,15 @@ class OpenAICompatibleClient:
         on_text: TextSink | None,
         *,
         fallback: bool,
+        narrow: narrowing.Narrowing = narrowing.NOT_NARROWED,
     ) -> LLMResponse:
+        """One turn with OpenAI `tools`; an answer-only turn keeps them (the prefix cache) and sends
+        `tool_choice: "none"`."""
         payload = _payload(config, [native.message(m) for m in messages])
         if tools:
             payload["tools"] = [t.to_openai() for t in tools]
+            if narrow.answer_only:
+                payload["tool_choice"] = "none"
         done = await self._complete(payload, config, on_text, (), fallback=fallback)
         calls = tuple(native.tool_call(raw, _new_call_id) for raw in done.calls)
         if calls:

@@ -5,6 +5,7 @@ cannot be right cannot be written (`llm.harness`).
 - `without_arguments` (`repairHints`): optional arguments that failed twice away from their defaults
   (`core.repair.pinned` names them), so the call takes the defaults; and tools that failed twice since
   their result came (`core.repair.resting`) are not offered for a turn;
+- the budget's last turn (`lastStep`, `core.windup`): no tool is offered, the turn is the answer;
 - `holding` (`finalCheck`): the pattern that makes the answer after the final check hold the words it
   left out.
 
@@ -28,11 +29,13 @@ class Narrowing:
     """What the loop holds one json turn to, beyond the tools' own schemas: `must_hold`, words its final
     answer must hold (the final check's); `leave_out`, per tool, arguments its call may not set (the
     repair hints': they failed twice away from their defaults, so the call takes the defaults); `rest`,
-    tools it may not call (the repair hints': each failed twice since the model had its result)."""
+    tools it may not call (the repair hints': each failed twice since the model had its result);
+    `answer_only`, the turn may not call a tool at all (the step budget's last turn)."""
 
     must_hold: tuple[str, ...] = ()
     leave_out: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     rest: tuple[str, ...] = ()
+    answer_only: bool = False
 
 
 NOT_NARROWED = Narrowing()
@@ -42,7 +45,10 @@ def offered(
     tools: Sequence[ToolSpec], messages: Sequence[Message], narrow: Narrowing, *, prune_repeats: bool
 ) -> list[ToolSpec]:
     """The tools as the next json turn's grammar offers them: spent calls out (`unspent`, when
-    `prune_repeats`), pinned arguments out (`without_arguments`), resting tools out."""
+    `prune_repeats`), pinned arguments out (`without_arguments`), resting tools out; none on an
+    answer-only turn."""
+    if narrow.answer_only:
+        return []
     narrowed = unspent(tools, messages) if prune_repeats else list(tools)
     narrowed = without_arguments(narrowed, narrow.leave_out)
     return [tool for tool in narrowed if tool.name not in narrow.rest]

@@ -228,6 +228,44 @@ async def test_the_final_check_never_spends_the_last_step_of_the_budget() -> Non
     assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "Madrid."
 
 
+# --- the budget's last step is for the answer (llm.harness.lastStep) ----------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("last_step", [True, False])
+async def test_before_the_budgets_last_turn_the_model_is_told_to_answer(last_step: bool) -> None:
+    model = ScriptedModel(action(call("echo", 1, text="France")), BOTH, answer("Paris and Madrid."))
+    runtime, events = build(model, Lookup(ECHO), max_steps=3)
+    llm = dataclasses.replace(LLMConfig(), harness=Harness(last_step=last_step))
+    summary = await runtime.run(runtime.start_session(TWO_PARTS, llm=llm).session_id)
+    assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "Paris and Madrid."
+    assert [asked.get("answer_only") for asked in model.asked] == [False, False, last_step]
+    last_request = model.seen[2]
+    told = last_request[-1].role is Role.TOOL and "This is your last step" in last_request[-1].content
+    assert told is last_step
+    if last_step:  # after the step's results, and kept in its record
+        assert last_request[-2].content == "capital: Madrid"
+        assert summary.session.steps[1].observations[-1].output == last_request[-1].content
+        assert "Do not call a tool: give your Final Answer now" in last_request[-1].content
+    said = [e for e in events if isinstance(e, StatusChanged) and e.message and "lastStep" in e.message]
+    assert len(said) == (1 if last_step else 0)
+
+
+@pytest.mark.asyncio
+async def test_the_last_step_note_is_not_added_on_a_one_step_budget_or_after_the_final_check() -> None:
+    model = ScriptedModel(answer("Paris."))
+    runtime, _ = build(model, Lookup(ECHO), max_steps=1)
+    await runtime.run(runtime.start_session(TWO_PARTS).session_id)
+    assert model.asked[0].get("answer_only") is False and len(model.seen[0]) == 2
+    # the final check's note on the second-to-last step already asks for the answer: no second note
+    model = ScriptedModel(BOTH, answer("Madrid."), answer("Paris and Madrid."))
+    runtime, _ = build(model, Lookup(ECHO), max_steps=3)
+    summary = await runtime.run(runtime.start_session(TWO_PARTS).session_id)
+    assert summary.session.final_answer == "Paris and Madrid."
+    assert model.asked[2].get("answer_only") is True
+    assert not any("last step" in m.content for m in model.seen[2])
+
+
 # --- tools added before the first model turn (an MCP server that came up late) -----------------------
 
 

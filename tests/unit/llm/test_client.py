@@ -313,6 +313,23 @@ async def test_json_mode_cannot_repeat_a_call_whose_result_is_in_hand_and_sends_
     assert "### now" in sent(transport)[0]["messages"][0]["content"]  # the prompt still lists it
 
 
+@pytest.mark.asyncio
+async def test_an_answer_only_turn_offers_json_no_tool_and_native_tool_choice_none() -> None:
+    transport = FakeTransport.replying(
+        sse('{"thought": "t", "action": {"final_answer": "5"}}'), whole("5"), whole("5")
+    )
+    llm = client(transport)
+    await llm.generate(HISTORY, [ADD], settings(tool_mode="json"), answer_only=True)
+    await llm.generate(HISTORY, [ADD], settings(tool_mode="native"), answer_only=True)
+    await llm.generate(HISTORY, [ADD], settings(tool_mode="native"))
+    as_json, last, other = sent(transport)
+    branches = as_json["response_format"]["json_schema"]["schema"]["properties"]["action"]["anyOf"]
+    assert [sorted(branch["properties"]) for branch in branches] == [["final_answer"]]
+    assert "### add" in as_json["messages"][0]["content"]  # the prompt still lists the tool
+    assert last["tool_choice"] == "none" and last["tools"] == other["tools"]  # kept, for the cache
+    assert "tool_choice" not in other
+
+
 # --- failures and retries --------------------------------------------------------------------------
 
 

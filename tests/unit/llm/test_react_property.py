@@ -6,7 +6,9 @@ Strategy constraints, and why:
 - Thoughts contain no colon (ASCII or full-width), backtick, `<` or carriage return: without them no
   line of the thought can be a marker, a fence or a think tag, so the thought is plain text.
 - Final answers may contain anything except a carriage return (answers are normalised to LF) and a
-  line that opens with the word "observation" (an Observation line ends the answer, by design).
+  line that opens with the word "observation" (an Observation line ends the answer, by design), and
+  they do not end on `</think>` (a reply whose text ends on a closing think tag is all reasoning, and
+  holds no answer, by design).
 - JSON arguments are unrestricted: braces, quotes, newlines, backslashes, markers and think tags
   inside strings, nesting, every scalar type (floats are finite: JSON has no NaN).
 """
@@ -42,7 +44,9 @@ thoughts = st.text(alphabet=st.characters(codec="utf-8", exclude_characters=":ï¼
 
 _OBSERVATION_LINE = re.compile(r"^[ \t#*_]*observation", re.IGNORECASE | re.MULTILINE)
 answers = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r"), max_size=200)
-answers = answers.filter(lambda a: bool(a.strip()) and _OBSERVATION_LINE.search(a) is None)
+answers = answers.filter(
+    lambda a: bool(a.strip()) and _OBSERVATION_LINE.search(a) is None and not a.rstrip().endswith("</think>")
+)
 
 TRICKY = [
     "{",
