@@ -51,7 +51,8 @@ _FINAL_BRANCH: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["final_answer"],
-    "properties": {"final_answer": {"type": "string"}},
+    # an empty answer is refused by `parse`: the grammar cannot write one (a last turn lost to it)
+    "properties": {"final_answer": {"type": "string", "minLength": 1}},
 }
 
 

@@ -134,6 +134,7 @@ def test_turn_schema_accepts_exactly_the_registered_calls_and_the_answer() -> No
     assert not valid.is_valid(json.loads(turn("t", "add", a="one")))
     assert not valid.is_valid(json.loads(turn("t", "rm", path="/")))
     assert not valid.is_valid({"thought": "t", "action": {"final_answer": "5"}, "extra": 1})
+    assert not valid.is_valid(json.loads(turn("t", answer="")))  # parse would refuse it: not writable
 
 
 def test_strict_only_when_every_tool_schema_meets_openais_rules() -> None:
