@@ -68,3 +68,42 @@ async def test_the_grammar_without_spent_calls_compiles_on_llama_cpp_and_holds(l
     log = llama.log.read_text(errors="replace")
     assert "failed to parse grammar" not in log and "error parsing grammar" not in log
     assert llama.process.poll() is None, llama.log_tail()
+
+
+COUNT = ToolSpec(
+    "count_lines",
+    "Count the lines of a file.",
+    {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "ignore_empty": {"type": "boolean", "default": True}},
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+)
+
+
+@pytest.mark.asyncio
+async def test_a_spent_call_of_a_tool_with_more_arguments_compiles_and_is_not_written_again(
+    llama: LlamaServer,
+) -> None:
+    spent = ToolCall("c", "count_lines", {"path": "a.txt"})
+    history = [
+        Message(Role.SYSTEM, "You count lines."),
+        Message(Role.USER, "Count the lines of a.txt, then count them again."),
+        Message(Role.ASSISTANT, "counting", tool_calls=(spent,)),
+        Message(Role.TOOL, "12", tool_call_id="c"),
+    ]
+    (offered,) = narrowing.unspent([COUNT], history)
+    assert "anyOf" in offered.input_schema
+    config = LLMConfig(base_url=llama.base_url, model=MODEL_ALIAS, tool_mode="json", max_tokens=64,
+                       timeout_sec=REQUEST_TIMEOUT)
+    async with OpenAICompatibleClient() as client:
+        for seed in range(3):
+            reply = await within(client.generate(history, [COUNT], dataclasses.replace(config, seed=seed)))
+            assert reply.format_error is None or "cut off" in reply.format_error, reply.content
+            for call in reply.tool_calls:
+                repeated = call.arguments.get("path") == "a.txt" and call.arguments.get("ignore_empty", True)
+                assert not repeated, reply.content
+    log = llama.log.read_text(errors="replace")
+    assert "failed to parse grammar" not in log and "error parsing grammar" not in log
+    assert llama.process.poll() is None, llama.log_tail()

@@ -49,8 +49,8 @@ def offered(
     answer-only turn."""
     if narrow.answer_only:
         return []
-    narrowed = unspent(tools, messages) if prune_repeats else list(tools)
-    narrowed = without_arguments(narrowed, narrow.leave_out)
+    narrowed = without_arguments(tools, narrow.leave_out)
+    narrowed = unspent(narrowed, messages) if prune_repeats else narrowed
     return [tool for tool in narrowed if tool.name not in narrow.rest]
 
 
@@ -72,8 +72,9 @@ def unspent(tools: Sequence[ToolSpec], messages: Sequence[Message]) -> list[Tool
     already has in this turn cannot be written.
 
     What the grammar can express exactly: a tool without arguments, once called, is left out; a tool
-    with one string argument may not take a value already used (a `pattern` excluding those values,
-    the default counted for a call that left it out). Other tools are offered as they are; the loop
+    with one free string argument may not take a value already used (a `pattern` excluding those
+    values, the default counted for a call that left it out) unless the call also sets another argument
+    (a boolean to the value other than its default). Other tools are offered as they are; the loop
     detector still notes their repeats. The prompt's tool list is not changed (the prefix cache).
     """
     spent = _spent_calls(messages)
@@ -116,16 +117,23 @@ def _spent_calls(messages: Sequence[Message]) -> dict[str, list[dict[str, Any]]]
 
 
 def _excluding(schema: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """`schema` that no longer admits `calls`; None when nothing but those calls was admitted."""
+    """`schema` that no longer admits `calls`; None when nothing but those calls was admitted.
+
+    Exact for a tool without arguments and for one whose only free string argument (the key) the calls
+    varied with the other arguments left at their defaults: the key may not take a spent value unless
+    another argument is set as well (away from its default, for a boolean)."""
     properties = schema.get("properties")
-    if not properties:
-        return None
-    if not isinstance(properties, dict) or len(properties) != 1:
+    if not properties:  # the call without arguments was spent, or another (a pinned argument set)
+        return None if any(not call for call in calls) else schema
+    if not isinstance(properties, dict):
         return schema
-    ((name, prop),) = properties.items()
-    if not isinstance(prop, dict) or prop.get("type") != "string" or {"enum", "const", "pattern"} & set(prop):
+    keys = [name for name, prop in properties.items() if _free_string(prop)]
+    if len(keys) != 1:
         return schema
-    used = [call.get(name, prop.get("default")) for call in calls]
+    (name,) = keys
+    prop = properties[name]
+    plain = [call for call in calls if _sets_only(call, name, properties)]
+    used = [call.get(name, prop.get("default")) for call in plain]
     strings = [value for value in used if isinstance(value, str)]
     if len(strings) != len(used):
         return schema  # a call without the value and no default to stand for it
@@ -133,10 +141,44 @@ def _excluding(schema: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str,
     values = sorted({value for value in strings if _PLAIN_VALUE.fullmatch(value)})
     if not values or len(values) > _MAX_EXCLUDED:
         return schema
-    left_out = name not in schema.get("required", ()) and prop.get("default") in values
-    required = [name] if left_out or name in schema.get("required", ()) else []
+    required = list(schema.get("required", ()))
     pruned = {**prop, "pattern": "^" + _none_of(values) + "$"}
-    return {**schema, "properties": {name: pruned}, "required": required}
+    key_branch = {**schema, "properties": {**properties, name: pruned}}
+    key_branch["required"] = [*required, name] if name not in required else required
+    if len(properties) == 1:
+        left_out = name not in required and prop.get("default") in values
+        return {**key_branch, "required": [name] if left_out or name in required else []}
+    others = [
+        {
+            **schema,
+            "properties": {**properties, other: _away_from_default(properties[other])},
+            "required": required if other in required else [*required, other],
+        }
+        for other in properties
+        if other != name
+    ]
+    return {"anyOf": [key_branch, *others]}
+
+
+def _free_string(prop: Any) -> bool:
+    fixed = {"enum", "const", "pattern"}
+    return isinstance(prop, dict) and prop.get("type") == "string" and not fixed & set(prop)
+
+
+def _sets_only(call: dict[str, Any], name: str, properties: dict[str, Any]) -> bool:
+    """Whether `call` sets no argument but `name` (any other it holds is at its declared default)."""
+    return all(
+        arg == name or (isinstance(prop := properties.get(arg), dict) and prop.get("default", ...) == value)
+        for arg, value in call.items()
+    )
+
+
+def _away_from_default(prop: Any) -> Any:
+    """An argument's schema as a call that differs by it must set it: a boolean with a default takes
+    the other value; anything else is left as it is."""
+    if isinstance(prop, dict) and prop.get("type") == "boolean" and isinstance(prop.get("default"), bool):
+        return {**prop, "const": not prop["default"]}
+    return prop
 
 
 def _none_of(values: list[str]) -> str:
