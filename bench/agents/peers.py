@@ -85,8 +85,11 @@ def role_smolagents(args: argparse.Namespace) -> dict[str, Any]:
     from smolagents.memory import ActionStep  # type: ignore[import-not-found]
 
     tools = [tool(fn) for fn in workspace_functions(args.tools)]
+    # smolagents sends each message's content as a list of parts, which llama-cpp-python 0.3.36 refuses
+    # (HTTP 500); its own switch for such servers sends plain strings
     model = OpenAIServerModel(model_id=args.model, api_base=args.base_url, api_key="none",
-                              temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
+                              temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed,
+                              flatten_messages_as_text=True)
     agent = ToolCallingAgent(tools=tools, model=model, max_steps=args.max_steps, verbosity_level=-1)
     answer = agent.run(args.task)
     steps = [s for s in agent.memory.steps if isinstance(s, ActionStep)]
