@@ -5,7 +5,9 @@ a parameter that defaults to the workspace root) tends to invent the next value,
 its step budget ends. When a call that failed set an optional argument away from the default its
 tool's schema declares, the model is told so beside the error, in the words of the schema: the
 argument is optional, its default, and that leaving it out uses the default. Nothing else about the
-error changes, and a call that failed with only required arguments, or with defaults, gets no hint.
+error changes, and a call that failed with only required arguments, or with defaults, gets no hint;
+nor does a value the user's task names itself (a folder the user asked about is no invention: leaving
+it out would answer another question).
 
 A model that fails the same way again is held to the hint where the reply can be constrained: when the
 last two calls of a tool in this turn both failed while setting the same optional argument away from
@@ -19,6 +21,7 @@ longer needs moves on. Pure: no I/O.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -29,11 +32,11 @@ HINT = "Note: {args} optional; leaving {it} out uses {its} default."
 _SHOWN_LIMIT = 60  # characters of a default shown in the hint
 
 
-def hint(call: ToolCall, spec: ToolSpec | None) -> str:
+def hint(call: ToolCall, spec: ToolSpec | None, task: str = "") -> str:
     """The hint for `call`, which failed: its optional arguments that hold something other than their
-    declared default; '' when there is none."""
+    declared default and that `task` (the user's words) does not name; '' when there is none."""
     defaults = _defaults(spec)
-    away = [f"`{name}` (default {_shown(defaults[name])})" for name in _away(call, defaults)]
+    away = [f"`{name}` (default {_shown(defaults[name])})" for name in _away(call, defaults, task)]
     if not away:
         return ""
     one = len(away) == 1
@@ -42,14 +45,14 @@ def hint(call: ToolCall, spec: ToolSpec | None) -> str:
 
 
 def pinned(
-    turn: Sequence[StepRecord], spec_of: Callable[[str], ToolSpec | None]
+    turn: Sequence[StepRecord], spec_of: Callable[[str], ToolSpec | None], task: str = ""
 ) -> dict[str, tuple[str, ...]]:
     """Per tool, the optional arguments the next request may not set: those that its last two calls in
-    `turn` (the current user turn's steps, oldest first) both set away from their defaults, where both
-    calls failed."""
+    `turn` (the current user turn's steps, oldest first) both set away from their defaults, to values
+    `task` does not name, where both calls failed."""
     history: dict[str, list[tuple[bool, set[str]]]] = {}
     for call, failed in _calls(turn):
-        away = set(_away(call, _defaults(spec_of(call.name))))
+        away = set(_away(call, _defaults(spec_of(call.name)), task))
         history.setdefault(call.name, []).append((failed, away))
     out: dict[str, tuple[str, ...]] = {}
     for name, calls in history.items():
@@ -94,8 +97,19 @@ def _defaults(spec: ToolSpec | None) -> dict[str, Any]:
     }
 
 
-def _away(call: ToolCall, defaults: dict[str, Any]) -> list[str]:
-    return [name for name, value in call.arguments.items() if name in defaults and value != defaults[name]]
+def _away(call: ToolCall, defaults: dict[str, Any], task: str) -> list[str]:
+    return [
+        name
+        for name, value in call.arguments.items()
+        if name in defaults and value != defaults[name] and not _named_in(value, task)
+    ]
+
+
+def _named_in(value: Any, task: str) -> bool:
+    """Whether `value` is a string `task` holds as a whole word ("src" in "the folder 'src'")."""
+    if not isinstance(value, str) or not value.strip():
+        return False
+    return re.search(r"(?<!\w)" + re.escape(value.strip()) + r"(?!\w)", task) is not None
 
 
 def _shown(value: Any) -> str:

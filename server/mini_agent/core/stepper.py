@@ -143,7 +143,8 @@ class Stepper:
         answer_with = answercheck.asked_words(last) if last is not None else ()
         turn = session.steps[session.turn_start :]
         hints = session.config.llm.harness.repair_hints
-        leave_out = repair.pinned(turn, self._tools.get) if hints else {}
+        task = answercheck.current_task(session.messages)
+        leave_out = repair.pinned(turn, self._tools.get, task) if hints else {}
         rest = repair.resting(turn) if hints else ()
         answer_only = session.config.llm.harness.last_step and windup.is_last(turn, session.config.max_steps)
         for force in (False, True):  # a refusal for length gets one compaction and one retry
@@ -340,7 +341,9 @@ class Stepper:
                 finally:
                     LIVE_SINK.reset(live)
                 if observation.is_error and session.config.llm.harness.repair_hints:
-                    observation = _with_hint(observation, repair.hint(call, self._tools.get(call.name)))
+                    task = answercheck.current_task(session.messages)
+                    hint = repair.hint(call, self._tools.get(call.name), task)
+                    observation = _with_hint(observation, hint)
             self._observe(session, record, self._context.fit(session, record, observation))
 
         try:

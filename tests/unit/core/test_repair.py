@@ -48,6 +48,17 @@ def test_defaults_required_arguments_and_unknown_tools_get_no_hint() -> None:
     assert repair.hint(call("gone", directory="x"), None) == ""
 
 
+def test_a_value_the_users_task_names_is_no_invention_and_gets_no_hint_nor_a_pin() -> None:
+    task = "Which Python files are in the folder 'src'?"
+    assert repair.hint(call("list_python_files", directory="src"), LIST, task) == ""
+    assert repair.hint(call("list_python_files", directory="sr"), LIST, task) != ""  # not a whole word
+    assert repair.hint(call("list_python_files", directory="./src"), LIST, task) != ""  # not what was said
+    spec_of = {"list_python_files": LIST}.get
+    twice = [record(n, numbered(n, "list_python_files", directory="src"), failed=True) for n in range(2)]
+    assert repair.pinned(twice, spec_of, task) == {}
+    assert repair.pinned(twice, spec_of, "List the Python files.") == {"list_python_files": ("directory",)}
+
+
 def record(index: int, *calls: ToolCall, failed: bool) -> StepRecord:
     step = StepRecord(index=index, tool_calls=list(calls))
     step.observations = [Observation(c.id, c.name, "no such folder", is_error=failed) for c in calls]
