@@ -18,9 +18,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from mini_agent.llm.stream import cut_at_stop
 from mini_agent.scripted.script import Script, ScriptedCall, Turn
-from mini_agent.scripted.text import call_tokens, fill, prompt_tokens, refusal_of, tokens_of
+from mini_agent.scripted.text import call_tokens, cut_at_stops, fill, prompt_tokens, refusal_of, tokens_of
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -219,7 +218,7 @@ class ReplayServer:
         text, finish = "".join(pieces), "tool_calls" if turn.tool_calls else "stop"
         stops = body.get("stop") or []
         if self.script.honour_stop:
-            text, _ = cut_at_stop(text, [stops] if isinstance(stops, str) else stops)
+            text = cut_at_stops(text, [stops] if isinstance(stops, str) else stops)
         limit = body.get("max_tokens") or body.get("max_completion_tokens")
         if isinstance(limit, int) and len(tokens := tokens_of(text)) > limit:
             text, finish = "".join(tokens[:limit]), "length"

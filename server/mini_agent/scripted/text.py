@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # Lossless: every character belongs to exactly one token, and whitespace sticks to the word after it.
@@ -23,6 +23,14 @@ def _text(content: Any) -> str:
     if isinstance(content, list):  # content parts
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return ""
+
+
+def cut_at_stops(text: str, stops: Sequence[str]) -> str:
+    """What a server that honours `stop` sends: the text before the earliest stop string, which is left
+    out. Written here apart from the client's own cut (`llm.stream`), so the oracle the client is tested
+    against does not share its mistakes."""
+    ends = [at for at in (text.find(stop) for stop in stops if stop) if at >= 0]
+    return text[: min(ends)] if ends else text
 
 
 def fill(template: str, messages: list[Any]) -> str:
