@@ -312,6 +312,12 @@ class OpenAICompatibleClient:
             raise _ToolsIgnored
         if written:
             return _native_response(done, thought=done.text, calls=written)
+        # a call attempt is no answer: auto asks again where the server holds the form, native says why
+        attempt = native.written_attempt(done.text, tools) if config.harness.text_calls else None
+        if attempt is not None and fallback:
+            raise _ToolsIgnored
+        if attempt is not None:
+            return _native_response(done, thought=done.text, format_error=attempt)
         return _native_response(done, final_answer=done.text)
 
     async def _complete(

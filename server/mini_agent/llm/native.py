@@ -53,6 +53,19 @@ def tool_call(raw: RawCall, new_id: NewId) -> ToolCall:
     return ToolCall(call_id, raw.name, arguments, raw.arguments)
 
 
+WRITTEN_ATTEMPT = (
+    "The reply looks like a tool call written as text, but {why}. Call a listed tool with its arguments "
+    "as one JSON object, or answer in plain words."
+)
+
+
+def written_attempt(text: str, tools: Sequence[ToolSpec]) -> str | None:
+    """The format error for a reply that is nothing but a written call that names no listed tool or
+    does not decode (`textcalls.attempted`); None for any other reply."""
+    why = textcalls.attempted(text, tools)
+    return None if why is None else WRITTEN_ATTEMPT.format(why=why)
+
+
 def written_calls(text: str, tools: Sequence[ToolSpec], new_id: NewId) -> tuple[ToolCall, ...]:
     """The calls of listed tools the model wrote in its reply's text (`llm.harness.textCalls`)."""
     written = textcalls.read(text, tools)

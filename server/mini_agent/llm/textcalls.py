@@ -14,7 +14,9 @@ Pure functions, no I/O. `read` finds, in a reply's text, the calls in the common
   reading a prompt template's escaped braces), read as the object inside the outer brace.
 
 Only a call naming a listed tool counts, and only objects that start a line (or follow a fence or a
-tag) are read, so an example buried in prose stays prose. JSON is decoded, never repaired. The scan
+tag) are read, so an example buried in prose stays prose. JSON is decoded, never repaired; a reply that
+is nothing but such an object and still gives no call (a tool that is not listed, JSON that does not
+decode) is a call attempt (`attempted`) the model can be told about, not an answer. The scan
 is bounded: at most `MAX_CANDIDATES` objects are decoded per reply, and at most `MAX_CALLS` calls
 come back.
 """
@@ -70,6 +72,35 @@ def read(text: str, tools: Sequence[ToolSpec]) -> list[TextCall]:
         value, end = decoded
         calls.extend(_calls(value, names))
     return calls[:MAX_CALLS]
+
+
+# a reply that is one written call and nothing else: an optional fence or tag around an object (or a
+# list) that names something and gives it arguments
+_OPENING = re.compile(r"\A(?:```[a-zA-Z]*|<tool_call>)?\s*")
+_CLOSING = re.compile(r"\s*(?:```|</tool_call>)?\Z")
+_NAMED = re.compile(r'"(?:name|tool|tool_name)"\s*:\s*"([^"\n]{0,200})"')
+_GIVEN = re.compile(r'"(?:arguments|parameters|args|input)"\s*:')
+_ATTEMPT_LIMIT = 16_000  # characters of a reply looked at as a call attempt
+
+
+def attempted(text: str, tools: Sequence[ToolSpec]) -> str | None:
+    """Why `text`, a reply that is nothing but a written call, gives no call `read` takes (the tool is
+    not listed, or the JSON does not decode); None when it is no such reply, or a call was read."""
+    body = text.strip()
+    if len(body) > _ATTEMPT_LIMIT:
+        return None
+    opening, closing = _OPENING.match(body), _CLOSING.search(body)
+    body = body[opening.end() if opening else 0 : closing.start() if closing else len(body)]
+    named = _NAMED.search(body)
+    if body[:1] not in ("{", "[") or body[-1:] not in ("}", "]") or named is None or not _GIVEN.search(body):
+        return None
+    if read(text, tools):
+        return None
+    names = {tool.name for tool in tools}
+    if named.group(1) not in names:
+        listed = ", ".join(sorted(names))
+        return f"it names {named.group(1)!r}, which is not a listed tool (the tools: {listed})"
+    return "its arguments are not one valid JSON object"
 
 
 def _decode(text: str, start: int) -> tuple[Any, int] | None:

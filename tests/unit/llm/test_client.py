@@ -271,6 +271,23 @@ async def test_native_mode_runs_a_call_written_as_text() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_written_call_of_an_unlisted_tool_or_broken_json_is_no_answer() -> None:
+    unlisted = '```json\n{"name": "Inventory", "arguments": {"path": "shop"}}\n```'
+    broken = '{"name": "add", "arguments": {"a": count("x")}}'
+    json_call = '{"thought": "add", "action": {"tool": "add", "arguments": {"a": 2}}}'
+    transport = FakeTransport.replying(sse(unlisted), sse(broken), sse(unlisted), sse(json_call))
+    llm = client(transport)
+    named = await llm.generate(HISTORY, [ADD], settings(tool_mode="native"))
+    decoded = await llm.generate(HISTORY, [ADD], settings(tool_mode="native"))
+    assert named.final_answer is None and named.tool_calls == () and named.format_error is not None
+    assert "'Inventory', which is not a listed tool (the tools: add)" in named.format_error
+    assert decoded.format_error is not None and "not one valid JSON object" in decoded.format_error
+    # auto takes the attempt as a sign the server ignored `tools`, as it takes a written call
+    asked_again = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
+    assert asked_again.tool_mode == "json" and [c.name for c in asked_again.tool_calls] == ["add"]
+
+
+@pytest.mark.asyncio
 async def test_auto_keeps_a_turn_in_the_mode_it_began_in_and_starts_the_next_in_the_learned_one() -> None:
     transport = FakeTransport.replying(
         error(400, "tools are not supported"),

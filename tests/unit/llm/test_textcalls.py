@@ -86,3 +86,16 @@ def test_the_scan_is_bounded_however_many_objects_the_text_holds() -> None:
 
 def test_no_tools_means_no_calls() -> None:
     assert textcalls.read('{"name": "count_file_lines", "arguments": {}}', []) == []
+
+
+def test_a_reply_that_is_only_a_call_attempt_says_why_no_call_was_read() -> None:
+    tools = [ToolSpec("average", "Mean.", {"type": "object", "properties": {}})]
+    unlisted = '```json\n{"name": "Inventory", "arguments": {}}\n```'
+    assert textcalls.attempted(unlisted, tools) == (
+        "it names 'Inventory', which is not a listed tool (the tools: average)"
+    )
+    broken = '<tool_call>{"name": "average", "arguments": {"values": [f(1)]}}</tool_call>'
+    assert textcalls.attempted(broken, tools) == "its arguments are not one valid JSON object"
+    assert textcalls.attempted('{"name": "average", "arguments": {}}', tools) is None  # a call: read
+    assert textcalls.attempted('It is 5. {"name": "x", "arguments": {}}', tools) is None  # prose first
+    assert textcalls.attempted('{"name": "Ada", "age": 3}', tools) is None  # no arguments: data
