@@ -88,8 +88,11 @@ def show(steps: list[dict[str, Any]], client: AgentTestClient, session_id: str) 
 
 
 def check_outcome(step: dict[str, Any], last: bool) -> None:
-    """Each step is an answer, tool calls with one observation each, or a format error for the model."""
+    """Each step is an answer, tool calls with one observation each, or a format error for the model;
+    beside them, a step may carry the harness's own notes (the final check's, the last step's)."""
     assert step["error"] is None
+    notes = ("check-", "last-step-")
+    observations = [o for o in step["observations"] if not o["toolCallId"].startswith(notes)]
     if last:
         assert step["stopReason"] in CLEAN_ENDS
     else:
@@ -97,10 +100,12 @@ def check_outcome(step: dict[str, Any], last: bool) -> None:
     if step["finalAnswer"] is not None:
         assert step["stopReason"] == "end_turn" and step["finalAnswer"].strip()
     elif step["toolCalls"]:
-        observed = sorted(o["toolCallId"] for o in step["observations"])
+        observed = sorted(o["toolCallId"] for o in observations)
         assert observed == sorted(c["id"] for c in step["toolCalls"])
+    elif any(o["toolCallId"].startswith("check-") for o in step["observations"]):
+        assert not observations  # an answer held back by the final check: its note alone
     else:
-        [error] = step["observations"]
+        [error] = observations
         assert error["isError"] and error["toolCallId"] == f"format-{step['index']}"
 
 
