@@ -220,7 +220,8 @@ class OpenAICompatibleClient:
         payload = _payload(config, react.render_messages(messages, tools))
         payload["stop"] = list(react.STOP_SEQUENCES)
         done = await self._complete(payload, config, on_text, react.STOP_SEQUENCES, fallback=False)
-        turn = react.parse(done.text, call_id=_new_call_id(), truncated=done.finish_reason == "length")
+        cut = done.finish_reason == "length"
+        turn = react.parse(done.text, call_id=_new_call_id(), truncated=cut, tools=tools)
         return _text_response(done, turn, "react")
 
     async def _json(
@@ -233,10 +234,8 @@ class OpenAICompatibleClient:
         fallback: bool,
         narrow: narrowing.Narrowing = narrowing.NOT_NARROWED,
     ) -> LLMResponse:
-        """One schema-constrained turn: OpenAI's `json_schema` form first, `json_object` if refused.
-
-        The form that worked is kept per server and model, as auto mode keeps its mode.
-        """
+        """One schema-constrained turn: OpenAI's `json_schema` form first, `json_object` if refused; the
+        form that worked is kept per server and model, as auto mode keeps its mode."""
         key = (config.base_url, config.model)
         form = self._json_form.get(key, "json_schema")
         payload = _payload(config, react.render_messages(messages, tools, jsonmode.PROTOCOL))

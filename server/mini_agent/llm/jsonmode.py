@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from mini_agent.core.contracts import ToolCall, ToolSpec
-from mini_agent.llm import narrowing, react
+from mini_agent.llm import formaterror, narrowing, react
 
 Form = Literal["json_schema", "json_object"]
 
@@ -335,7 +335,7 @@ def parse(text: str, *, call_id: str, truncated: bool = False) -> react.ReactTur
     thought = scanner.feed(text) + scanner.finish()
 
     def error(problem: str, detail: str | None = None) -> react.ReactTurn:
-        message = react.error_message(
+        message = formaterror.message(
             problem, text, truncated=truncated, detail=detail, expected=EXPECTED_FORMAT
         )
         return react.ReactTurn(thought=thought, call=None, final_answer=None, format_error=message)

@@ -30,6 +30,7 @@ from enum import Enum
 from typing import Any
 
 from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
+from mini_agent.llm import formaterror
 
 STOP_SEQUENCES: tuple[str, ...] = ("\nObservation:", "\nObservation：", "Observation:")
 
@@ -120,7 +121,8 @@ class ReactTurn:
     """One parsed completion: exactly one of `call`, `final_answer` and `format_error` is set.
 
     `thought` is the reasoning without its markers (``<think>`` blocks included); a format error is
-    written for the model: what was wrong, its own text, and `EXPECTED_FORMAT`.
+    written for the model: what was wrong, its own text, and `EXPECTED_FORMAT` (for a reply that stops
+    right after its Action line: the line to add instead).
     """
 
     thought: str
@@ -129,9 +131,12 @@ class ReactTurn:
     format_error: str | None
 
 
-def parse(text: str, *, call_id: str, truncated: bool = False) -> ReactTurn:
-    """Read one completion. `truncated` says the server stopped on its token limit."""
-    return _Parser(text, call_id, truncated).run()
+def parse(
+    text: str, *, call_id: str, truncated: bool = False, tools: Sequence[ToolSpec] = ()
+) -> ReactTurn:
+    """Read one completion. `truncated` says the server stopped on its token limit; `tools`, the listed
+    ones, lets a format error name the arguments of the tool the model chose."""
+    return _Parser(text, call_id, truncated, tools).run()
 
 
 def parse_marked(text: str, *, call_id: str, truncated: bool = False) -> ReactTurn | None:
@@ -301,33 +306,6 @@ def _json_kind(value: Any) -> str:
     return "a number"
 
 
-# --- format errors -------------------------------------------------------------------------------
-
-_EXCERPT_CHARS = 300
-
-
-def excerpt(raw: str) -> str:
-    raw = raw.strip()
-    if not raw:
-        return "(nothing)"
-    if len(raw) <= _EXCERPT_CHARS:
-        return raw
-    return f"{raw[:_EXCERPT_CHARS]} … [{len(raw) - _EXCERPT_CHARS} more characters]"
-
-
-def error_message(
-    problem: str, raw: str, *, truncated: bool, detail: str | None, expected: str = EXPECTED_FORMAT
-) -> str:
-    """A format error for the model: what was wrong, its own text, and the format expected instead."""
-    lines = [f"Format error: {problem}."]
-    if truncated:
-        lines.append("Your reply was cut off by the token limit before it was complete; write less.")
-    if detail:
-        lines.append(f"JSON decoder: {detail}")
-    lines += [f"Your text: {excerpt(raw)}", "Reply in exactly this format:", expected]
-    return "\n".join(lines)
-
-
 # --- the parser ----------------------------------------------------------------------------------
 
 
@@ -344,10 +322,11 @@ class _Action:
 class _Parser:
     """One left-to-right pass over the lines; each line is looked at a bounded number of times."""
 
-    def __init__(self, text: str, call_id: str, truncated: bool) -> None:
+    def __init__(self, text: str, call_id: str, truncated: bool, tools: Sequence[ToolSpec] = ()) -> None:
         self.text = text
         self.call_id = call_id
         self.truncated = truncated
+        self.tools = tools
         self.pieces: list[tuple[bool, str]] = []  # (is reasoning, text) in order
 
     def run(self) -> ReactTurn:
@@ -374,7 +353,7 @@ class _Parser:
                 continue
             kind, body = found
             if kind is _Kind.OBSERVATION:
-                break
+                return self._unfinished(action) if action is not None else self._undecided(saw_thought)
             if action is not None and kind is not _Kind.ACTION_INPUT:
                 return self._unfinished(action)
             rest = text[pos + body : end]
@@ -389,7 +368,7 @@ class _Parser:
                 self._add(False, rest.lstrip(" \t"))
             pos = end + 1
         if action is not None:
-            return self._unfinished(action)
+            return self._unfinished(action, ended=True)
         return self._undecided(saw_thought)
 
     # pieces of the thought
@@ -435,13 +414,23 @@ class _Parser:
         return ReactTurn(thought=self._joined(), call=call, final_answer=answer, format_error=None)
 
     def _error(self, problem: str, raw: str, detail: str | None = None) -> ReactTurn:
-        message = error_message(problem, raw, truncated=self.truncated, detail=detail)
+        message = formaterror.message(
+            problem, raw, truncated=self.truncated, detail=detail, expected=EXPECTED_FORMAT
+        )
         return ReactTurn(thought=self._joined(), call=None, final_answer=None, format_error=message)
 
-    def _unfinished(self, action: _Action) -> ReactTurn:
+    def _unfinished(self, action: _Action, *, ended: bool = False) -> ReactTurn:
+        """`ended`: nothing follows the Action line (another marker does otherwise)."""
         if not action.names_a_tool:
             return self._error("the Action line names no tool", action.line)
-        return self._error(f"Action `{action.name}` is not followed by an Action Input line", action.line)
+        if self.truncated or not ended:
+            return self._error(f"Action `{action.name}` is not followed by an Action Input line", action.line)
+        return self._no_input(action.name or "")
+
+    def _no_input(self, name: str) -> ReactTurn:
+        spec = next((tool for tool in self.tools if tool.name == name), None)
+        message = formaterror.missing_input(name, spec)
+        return ReactTurn(thought=self._joined(), call=None, final_answer=None, format_error=message)
 
     def _action_input(self, action: _Action | None, line_start: int, start: int) -> ReactTurn:
         end = _next_marker_line(self.text, start, _ANY_MARKER, fences=False)

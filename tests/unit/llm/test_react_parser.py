@@ -397,9 +397,38 @@ def test_thought_alone_is_an_error() -> None:
     assert "Thought: I should look this up." in message
 
 
-def test_action_without_action_input() -> None:
-    message = error_of("Thought: t\nAction: web_search")
-    assert "Action `web_search` is not followed by an Action Input line" in message
+def test_a_reply_that_stops_after_its_action_line_is_told_to_add_the_input_with_the_argument_names() -> None:
+    spec = ToolSpec(
+        name="web_search",
+        description="",
+        input_schema={"type": "object", "properties": {"q": {}, "n": {}}, "required": ["q"]},
+    )
+    result = parse("Thought: t\nAction: web_search", call_id="c", tools=[spec])
+    assert result.call is None and result.final_answer is None and result.format_error is not None
+    assert "ended right after `Action: web_search`" in result.format_error
+    assert "nothing was run" in result.format_error
+    assert "`Action Input:` that holds web_search's arguments as one JSON object (its argument: q)" in (
+        result.format_error
+    )
+
+
+@pytest.mark.parametrize(
+    ("schema", "phrase"),
+    [
+        ({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["b", "a"]}, "its arguments: a, b"),
+        ({"type": "object", "properties": {"a": {}}}, "every argument is optional (a); {} leaves them"),
+        ({"type": "object"}, "it takes none: write {}"),
+    ],
+)
+def test_the_missing_input_message_names_what_the_tool_takes(schema: dict[str, Any], phrase: str) -> None:
+    spec = ToolSpec(name="t", description="", input_schema=schema)
+    message = parse("Action: t", call_id="c", tools=[spec]).format_error
+    assert message is not None and phrase in message
+
+
+def test_a_missing_input_for_an_unlisted_tool_names_no_arguments() -> None:
+    message = parse("Action: other", call_id="c").format_error
+    assert message is not None and message.endswith("holds other's arguments as one JSON object.")
 
 
 def test_action_followed_by_final_answer_is_an_error_naming_the_tool() -> None:

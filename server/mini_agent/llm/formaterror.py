@@ -1,0 +1,54 @@
+"""Format errors, written for the model: what was wrong, its own text, and what to write instead.
+
+The text modes (ReAct and json) answer a reply they cannot read with one of these as the next
+observation, so the wording is part of the protocol: it is what a small model repairs from.
+"""
+
+from __future__ import annotations
+
+from mini_agent.core.contracts import ToolSpec
+
+_EXCERPT_CHARS = 300
+
+
+def excerpt(raw: str) -> str:
+    raw = raw.strip()
+    if not raw:
+        return "(nothing)"
+    if len(raw) <= _EXCERPT_CHARS:
+        return raw
+    return f"{raw[:_EXCERPT_CHARS]} … [{len(raw) - _EXCERPT_CHARS} more characters]"
+
+
+def message(problem: str, raw: str, *, truncated: bool, detail: str | None, expected: str) -> str:
+    """What was wrong, the model's own text, and the format `expected` instead."""
+    lines = [f"Format error: {problem}."]
+    if truncated:
+        lines.append("Your reply was cut off by the token limit before it was complete; write less.")
+    if detail:
+        lines.append(f"JSON decoder: {detail}")
+    lines += [f"Your text: {excerpt(raw)}", "Reply in exactly this format:", expected]
+    return "\n".join(lines)
+
+
+def missing_input(name: str, spec: ToolSpec | None) -> str:
+    """A ReAct reply that stopped right after `Action: name`. Shown the whole format again, a small model
+    writes the same two lines again; told the one line to add, with the argument names, it adds it."""
+    arguments = f" ({_argument_names(spec)})" if spec is not None else ""
+    return (
+        f"Format error: your reply ended right after `Action: {name}`; the Action Input line is missing, "
+        "so nothing was run.\nWrite the round again: the Thought line, the Action line, and then a line "
+        f"starting with `Action Input:` that holds {name}'s arguments as one JSON object{arguments}."
+    )
+
+
+def _argument_names(spec: ToolSpec) -> str:
+    properties = spec.input_schema.get("properties")
+    names = [str(name) for name in properties] if isinstance(properties, dict) else []
+    required = spec.input_schema.get("required")
+    needed = [name for name in names if isinstance(required, list) and name in required]
+    if needed:
+        return f"its argument{'s' if len(needed) > 1 else ''}: {', '.join(needed)}"
+    if names:
+        return f"every argument is optional ({', '.join(names)}); {{}} leaves them all out"
+    return "it takes none: write {}"
