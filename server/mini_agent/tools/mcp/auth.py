@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata
 
-from mini_agent.tools.mcp import callback
+from mini_agent.tools.mcp import callback, sdk_compat
 from mini_agent.tools.mcp.asking import Asking
 from mini_agent.tools.mcp.config import HttpMcpServer, OAuthSettings
 from mini_agent.tools.mcp.tokens import FileTokenStorage
@@ -61,7 +61,7 @@ def provider(
         scope=" ".join(settings.scopes) if settings.scopes else None,
         token_endpoint_auth_method=client.token_endpoint_auth_method if client else None,  # type: ignore[arg-type]
     )
-    return _Provider(
+    return sdk_compat.ExpiryAware(
         config.url,
         metadata,
         storage,
@@ -69,16 +69,6 @@ def provider(
         callback_handler=login.wait,
         client_metadata_url=settings.client_metadata_url,
     )
-
-
-class _Provider(OAuthClientProvider):
-    """The SDK's provider, knowing when stored tokens expire (the SDK learns it only from a token
-    response), so that one that expired while no daemon ran is refreshed rather than sent."""
-
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        if self.context.current_tokens is not None:
-            self.context.update_token_expiry(self.context.current_tokens)
 
 
 def pre_registered(server: str, settings: OAuthSettings) -> OAuthClientInformationFull | None:

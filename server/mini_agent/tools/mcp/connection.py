@@ -48,10 +48,10 @@ _SDK = (
     "mcp.client.session",
     "mcp.client.stdio",
     "mcp.client.streamable_http",
-    "mcp.shared._httpx_utils",
     "jsonschema",
     "mini_agent.tools.mcp.auth",
     "mini_agent.tools.mcp.elicit",
+    "mini_agent.tools.mcp.sdk_compat",
     "mini_agent.tools.mcp.stdio",
 )
 _importing = threading.Lock()  # one thread imports at a time: no two threads in one module's import
@@ -206,17 +206,15 @@ class Connection:
     async def _transport(self) -> AsyncIterator[Any]:
         from mcp.client.stdio import StdioServerParameters, stdio_client
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
-        from mini_agent.tools.mcp import auth, stdio
+        from mini_agent.tools.mcp import auth, sdk_compat, stdio
 
         config = self.config
         if isinstance(config, HttpMcpServer):
             headers = {h.name: h.value for h in config.headers}
+            signer = auth.provider(config, self.asking, self._off_clock)
             async with (
-                create_mcp_http_client(
-                    headers=headers, auth=auth.provider(config, self.asking, self._off_clock)
-                ) as client,
+                sdk_compat.http_client(headers, signer) as client,
                 streamable_http_client(config.url, http_client=client) as streams,
             ):
                 yield streams

@@ -1,16 +1,13 @@
-"""The SDK's stdio transport, bent in two places; `install()` does both, once.
+"""The server's stdout, read as whole bounded lines, and lines too deep for the SDK's parser.
 
-`mcp.client.stdio.stdio_client` is kept for its pipe tasks and its shutdown sequence. Its module-level
-`_create_platform_compatible_process` is wrapped so the session reads the server's stdout as whole
-lines: found in linear time (the SDK joins each chunk to the partial line before it, which is
-quadratic in the length of a message spread over many chunks), each at most `MAX_MESSAGE_BYTES` (a
-longer one ends the connection, naming the size). Its `_parse_line` is wrapped so a message nested
-too deeply for the SDK's JSON parser (past `plumbing.jsonrpc.MAX_DEPTH`, the depth rule the doors
-refuse by, which is within what that parser reads) is read with Python's instead, and a listed tool
-whose input schema is nested deeper than `MAX_SCHEMA_DEPTH` is marked (`OMITTED`) for the source to
-leave out, rather than the whole answer being dropped: a server's answer is read leniently where a
-client's request at a door is refused. `tests/integration/tools/test_mcp_hostile.py` checks
-both hooks are still there.
+`mcp.client.stdio.stdio_client` is kept for its pipe tasks and its shutdown sequence; `install()` has
+`sdk_compat` wrap two of its functions (bends 1 and 2 there). The session reads the server's stdout as
+whole lines: found in linear time, each at most `MAX_MESSAGE_BYTES` (a longer one ends the connection,
+naming the size). A message nested too deeply for the SDK's JSON parser (past
+`plumbing.jsonrpc.MAX_DEPTH`, the depth rule the doors refuse by, which is within what that parser
+reads) is read with Python's instead, and a listed tool whose input schema is nested deeper than
+`MAX_SCHEMA_DEPTH` is marked (`OMITTED`) for the source to leave out, rather than the whole answer being
+dropped: a server's answer is read leniently where a client's request at a door is refused.
 """
 
 from __future__ import annotations
@@ -42,36 +39,35 @@ _READ_BYTES = 65536
 spawned: contextvars.ContextVar[Callable[[Process], Callable[[str], None]] | None] = contextvars.ContextVar(
     "mini_agent_mcp_spawned", default=None
 )
-_installed = False
 
 
 def install() -> None:
-    """Wrap the SDK's process creation and line parsing (idempotent)."""
-    global _installed
-    if _installed:
-        return
-    from mcp.client import stdio
+    """Read every stdio server's stdout through `Lines` and its lines through `parse_deep` (idempotent)."""
+    from mini_agent.tools.mcp import sdk_compat
 
-    create = stdio._create_platform_compatible_process
-    parse = stdio._parse_line
+    sdk_compat.install_stdio_hooks(_framed_spawn, _deep_parse)
 
+
+def _framed_spawn(create: Callable[..., Any]) -> Callable[..., Any]:
     async def create_framed(*args: Any, **kwargs: Any) -> Any:
         process = await create(*args, **kwargs)
         if not isinstance(process, Process):  # pragma: no cover - Windows' fallback process
             return process
         listener = spawned.get()
         problem = listener(process) if listener is not None else _log_problem
-        return _FramedProcess(process, problem)
+        return FramedProcess(process, problem)
 
+    return create_framed
+
+
+def _deep_parse(parse: Callable[[str], SessionMessage | Exception]) -> Callable[..., Any]:
     def parse_deep(line: str) -> SessionMessage | Exception:
         parsed = parse(line)
         if isinstance(parsed, Exception) and jsonrpc.too_deep(line):
             return _parse_deep(line, parsed)
         return parsed
 
-    stdio._create_platform_compatible_process = create_framed
-    stdio._parse_line = parse_deep
-    _installed = True
+    return parse_deep
 
 
 def _log_problem(message: str) -> None:
@@ -112,12 +108,14 @@ class Lines(ByteReceiveStream):
         await self._inner.aclose()
 
 
-class _FramedProcess(Process):
+class FramedProcess(Process):
     """`process` with its stdout read through `Lines`; everything else is the process's own."""
 
     def __init__(self, process: Process, problem: Callable[[str], None]) -> None:
+        from mini_agent.tools.mcp import sdk_compat
+
         self._inner = process
-        self._process = getattr(process, "_process", None)  # the SDK closes its transport
+        self._process = sdk_compat.asyncio_process(process)  # the SDK closes its transport through it
         assert process.stdout is not None
         self._stdout = Lines(process.stdout, MAX_MESSAGE_BYTES, problem)
 
