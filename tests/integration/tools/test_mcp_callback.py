@@ -61,6 +61,18 @@ async def test_an_oversized_request_is_refused() -> None:
         await listener.stop()
 
 
+@pytest.mark.asyncio
+async def test_a_silent_connection_is_closed_when_the_sign_in_is_over() -> None:
+    listener = callback.Listener(callback.free_port())
+    await listener.start("s")
+    silent_reader, silent_writer = await asyncio.open_connection(callback.HOST, listener.port)
+    waiting = asyncio.create_task(listener.result())
+    await _get(listener.port, "/callback?code=c&state=s")
+    assert (await asyncio.wait_for(waiting, 30)).code == "c"
+    assert await asyncio.wait_for(silent_reader.read(), 30) == b""  # the listener's stop closed it
+    silent_writer.close()
+
+
 class _Away:
     """A person whose client never answers the request to open the page."""
 
