@@ -63,7 +63,7 @@ async def main(calls: int, rounds: int, result_mb: list[int]) -> None:
             command=sys.executable,
             args=[
                 "-m",
-                "mini_agent_client.cli",
+                "mini_agent.cli",
                 "mcp",
                 "--tools",
                 "bench_tools.py",
@@ -106,7 +106,7 @@ async def main(calls: int, rounds: int, result_mb: list[int]) -> None:
 
 async def _serve_http(root: Path) -> tuple[asyncio.subprocess.Process, str]:
     """`mini-agent mcp --http` on a free loopback port, and its URL (read off its stderr)."""
-    command = ["-m", "mini_agent_client.cli", "mcp", "--root", str(root), "--http", "127.0.0.1:0"]
+    command = ["-m", "mini_agent.cli", "mcp", "--root", str(root), "--http", "127.0.0.1:0"]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         *command,

@@ -44,7 +44,7 @@ async def main(calls: int, rounds: int, tree: Path | None, old_cli: bool) -> Non
             env["PYTHONPATH"] = f"{tree / 'server'}{os.pathsep}{tree / 'clients' / 'python'}"
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "mini_agent_client.cli", "mcp", "--root", folder, *files],
+            args=["-m", "mini_agent.cli", "mcp", "--root", folder, *files],
             env=env,
         )
         samples: dict[str, list[int]] = {"typed": [], "untyped": []}

@@ -56,7 +56,7 @@ def start(folder: str, tree: Path | None, extra: list[str]) -> tuple[subprocess.
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = f"{tree / 'server'}{os.pathsep}{tree / 'clients' / 'python'}"
-    command = [sys.executable, "-m", "mini_agent_client.cli", "mcp", "--root", folder]
+    command = [sys.executable, "-m", "mini_agent.cli", "mcp", "--root", folder]
     command += ["--http", "127.0.0.1:0"]
     process = subprocess.Popen(
         [*command, *extra, "bench_tools.py"], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env

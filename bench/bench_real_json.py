@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mini_agent.cli.demo import TASK
 from mini_agent_client import AgentClient
-from mini_agent_client.demo import TASK
 
 from tests.support.llama import MODEL_ALIAS, executed_calls, start_llama
 

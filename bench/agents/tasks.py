@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mini_agent_client.demo import TASK as SEED_TEXT
+from mini_agent.cli.demo import TASK as SEED_TEXT
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

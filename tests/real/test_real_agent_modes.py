@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from mini_agent_client.demo import TASK
+from mini_agent.cli.demo import TASK
 
 from ..support.daemon import AgentTestClient
 from ..support.llama import QWEN, REQUEST_TIMEOUT, LlamaServer, start_llama, within

@@ -18,8 +18,8 @@ from typing import Any
 
 import aiohttp
 import pytest
+from mini_agent.cli.demo import TASK as SEED_TASK
 from mini_agent.llm import react
-from mini_agent_client.demo import TASK as SEED_TASK
 
 from ..support.daemon import AgentTestClient
 from ..support.llama import MODEL_ALIAS, REQUEST_TIMEOUT, LlamaServer, executed_calls, start_llama, within

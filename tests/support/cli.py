@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .daemon import daemon_env
 
-CLI = [sys.executable, "-m", "mini_agent_client.cli"]
+CLI = [sys.executable, "-m", "mini_agent.cli"]
 
 
 def cli_env(**extra: str) -> dict[str, str]:

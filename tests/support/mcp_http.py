@@ -33,7 +33,7 @@ class Served:
 @contextmanager
 def mcp_http(root: Path, *files: str, address: str = "127.0.0.1:0", **env: str) -> Iterator[Served]:
     """Serve `files` of `root` over HTTP until the block ends; `env` adds variables (a token)."""
-    command = [sys.executable, "-m", "mini_agent_client.cli", "mcp", "--root", str(root), "--http", address]
+    command = [sys.executable, "-m", "mini_agent.cli", "mcp", "--root", str(root), "--http", address]
     process = subprocess.Popen(
         [*command, *files], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env=daemon_env(**env),

@@ -106,7 +106,7 @@ class Event:
 
 def daemon_command(*, ndjson: bool = False) -> list[str]:
     if ndjson:
-        return [sys.executable, "-m", "mini_agent_client.cli", "serve", "--ndjson"]
+        return [sys.executable, "-m", "mini_agent.cli", "serve", "--ndjson"]
     return [sys.executable, "-m", "mini_agent"]
 
 

@@ -61,7 +61,7 @@ rm -rf "$WS/__pycache__"
 mkdir -p "$WS/.venv/bin"
 cat >"$WS/.venv/bin/mini-agent" <<EOF
 #!/bin/sh
-PYTHONPATH="$REPO/server:$REPO/clients/python" exec "$PYTHON" -c "import sys; from mini_agent_client.cli import main; sys.exit(main())" "\$@"
+PYTHONPATH="$REPO/server:$REPO/clients/python" exec "$PYTHON" -c "import sys; from mini_agent.cli.main import main; sys.exit(main())" "\$@"
 EOF
 chmod +x "$WS/.venv/bin/mini-agent"
 

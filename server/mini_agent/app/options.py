@@ -8,8 +8,12 @@ one declaration of the model settings, which the workspace file's `llm` table is
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, get_type_hints
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Optional, get_type_hints
 
 from pydantic import Field, create_model, field_validator
 
@@ -24,6 +28,9 @@ from mini_agent.core.contracts import (
 from mini_agent.core.strict import Params
 from mini_agent.plumbing.redact import hide_secret
 from mini_agent.tools.mcp.config import McpServer
+from mini_agent.tools.registry import ClientToolCaller, ToolRegistry
+
+SANDBOX_ENV = "MINI_AGENT_SANDBOX"  # `off`: the user's own way to run tools unconfined (any door)
 
 
 class _LLMParams(Params):
@@ -70,12 +77,42 @@ else:
 
 class ToolHostOptions(Params):
     """`tools`: what every tool call of this workspace is held to (not one tool's own options, which are
-    `contracts.ToolOptions`)."""
+    `contracts.ToolOptions`). The client's or the user's, never the workspace file's (which has no such
+    table): `sandbox = "off"` in particular is only ever the user's choice. Every door builds its tool
+    registry through `registry`, so a setting added here reaches the LSP door, the ACP door and
+    `mini-agent mcp` alike."""
 
     timeout_sec: float = Field(default=TOOL_TIMEOUT_SEC, gt=0)
     max_output_bytes: int = Field(default=MAX_OUTPUT_BYTES, ge=1024)
     max_memory_mb: int = Field(default=1024, ge=0, alias="maxMemoryMB")  # per tool host; 0: no limit
     inherit_secrets: bool = False  # pass the model's key variables to tools too
+    sandbox: Literal["on", "off"] = "on"  # tool calls confined by the kernel (tools/sandbox.py)
+
+    @property
+    def confined(self) -> bool:
+        """Whether tool hosts run confined: on Linux, unless the user said `sandbox = "off"` here or
+        MINI_AGENT_SANDBOX=off in the environment. Elsewhere tools run unconfined (`sandbox.available`)."""
+        wanted = self.sandbox == "on" and os.environ.get(SANDBOX_ENV, "on").lower() != "off"
+        return wanted and sys.platform == "linux"
+
+    def registry(
+        self,
+        root: Path,
+        *,
+        secret_values: Collection[str] = (),
+        client_caller: ClientToolCaller | None = None,
+    ) -> ToolRegistry:
+        """The tool registry these options describe, over `root`."""
+        return ToolRegistry(
+            root,
+            timeout_sec=self.timeout_sec,
+            max_output_bytes=self.max_output_bytes,
+            max_memory_mb=self.max_memory_mb,
+            inherit_secrets=self.inherit_secrets,
+            secret_values=secret_values,
+            client_caller=client_caller,
+            confine=self.confined,
+        )
 
 
 class StoreOptions(Params):

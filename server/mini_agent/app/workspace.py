@@ -46,7 +46,7 @@ from mini_agent.store.sqlite import SqliteStore, StoreError
 from mini_agent.telemetry.config import settings
 from mini_agent.tools.mcp import McpSource
 from mini_agent.tools.mcp.config import McpServer
-from mini_agent.tools.registry import RegistrationError, ToolRegistry
+from mini_agent.tools.registry import RegistrationError
 
 if TYPE_CHECKING:
     from mini_agent.telemetry.live import Tracing
@@ -84,14 +84,8 @@ class Workspace:
         self.store = self._open_store(options) if options.store.enabled else None
         self.llm = OpenAICompatibleClient()
         llm = options.llm.apply(LLMConfig())
-        self.registry = ToolRegistry(
-            root,
-            timeout_sec=options.tools.timeout_sec,
-            max_output_bytes=options.tools.max_output_bytes,
-            max_memory_mb=options.tools.max_memory_mb,
-            inherit_secrets=options.tools.inherit_secrets,
-            secret_values=[llm.api_key or ""],
-            client_caller=self.client.run_tool,
+        self.registry = options.tools.registry(
+            root, secret_values=[llm.api_key or ""], client_caller=self.client.run_tool
         )
         self.mcp = McpSource(
             root,

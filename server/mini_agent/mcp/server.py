@@ -93,14 +93,14 @@ async def serve(
     root: Path,
     files: Sequence[str],
     *,
-    timeout_sec: float,
-    max_output_bytes: int,
+    tools: ToolHostOptions,
     http: str | None = None,
     http_bounds: HttpBounds | None = None,
 ) -> int:
     """Register `files` and serve them (stdio until the client closes stdin, or HTTP on `http`,
-    `[HOST:]PORT`, within `http_bounds`); 1 if a file does not register or the address is refused."""
-    registry = ToolRegistry(root, timeout_sec=timeout_sec, max_output_bytes=max_output_bytes)
+    `[HOST:]PORT`, within `http_bounds`); 1 if a file does not register or the address is refused.
+    The registry is the daemon's (`ToolHostOptions.registry`): every tool-host setting holds here too."""
+    registry = tools.registry(root)
     try:
         for path in files:
             try:
@@ -149,9 +149,8 @@ def main(
     http_bounds: HttpBounds | None = None,
 ) -> int:
     """Defaults are the daemon's (`initializationOptions.tools`)."""
-    defaults = ToolHostOptions()
-    timeout = defaults.timeout_sec if timeout_sec is None else timeout_sec
-    cap = defaults.max_output_bytes if max_output_bytes is None else max_output_bytes
+    given = {"timeout_sec": timeout_sec, "max_output_bytes": max_output_bytes}
+    tools = ToolHostOptions.model_validate({k: v for k, v in given.items() if v is not None}, by_name=True)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every request at INFO
     traced = settings(None, None, os.environ)
@@ -162,9 +161,7 @@ def main(
         provider = install_global(traced)
     try:
         result: int = anyio.run(
-            lambda: serve(
-                root, files, timeout_sec=timeout, max_output_bytes=cap, http=http, http_bounds=http_bounds
-            )
+            lambda: serve(root, files, tools=tools, http=http, http_bounds=http_bounds)
         )
     finally:
         if provider is not None:

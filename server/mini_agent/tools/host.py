@@ -33,7 +33,8 @@ from typing import Any, TypeVar
 
 from mini_agent.core.contracts import MAX_OUTPUT_BYTES, TOOL_TIMEOUT_SEC, ToolOptions
 from mini_agent.plumbing import tracecontext
-from mini_agent.tools import protocol, reaper
+from mini_agent.tools import protocol, reaper, sandbox
+from mini_agent.tools.frames import FrameReader
 from mini_agent.tools.live import CaptureTail, LiveOutput
 from mini_agent.tools.protocol import CallRequest, CallResult, DescribedTool, LoadReply, LoadRequest
 
@@ -48,7 +49,6 @@ _BOOTSTRAP = (
 _EXIT_GRACE_SEC = 2.0
 # What the daemon itself, its CLI and editors read the model's key from.
 SECRET_VARIABLES = frozenset({"OPENAI_API_KEY", "MINI_AGENT_API_KEY"})
-_READ_CHUNK = 65536
 R = TypeVar("R")  # the reply type a request expects
 _DECORATED = ToolOptions()  # a load that sets nothing: names and descriptions come from the file
 
@@ -78,91 +78,6 @@ class _Exited(asyncio.SubprocessProtocol):
             self.done.set_result(None)
 
 
-class _FrameReader:
-    """Reply frames from the host's pipe.
-
-    Reads with `add_reader` into one buffer: asyncio's pipe transport allocates a 256 KiB buffer per
-    read, which costs more than the whole rest of a tool call's round trip.
-    """
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._loop = asyncio.get_running_loop()
-        self._buffer = bytearray()
-        self._waiter: asyncio.Future[None] | None = None
-        self._eof = False
-        os.set_blocking(fd, False)
-        self._loop.add_reader(fd, self._on_readable)
-
-    async def frame(self, timeout: float) -> dict[str, Any]:
-        """The next frame; EOFError once the host has closed its end, TimeoutError past `timeout`.
-
-        A timer on the waiter is cheaper than `asyncio.timeout`, and this is on every call's path.
-        """
-        deadline = self._loop.time() + timeout
-        while (message := self._take()) is None:
-            if self._eof:
-                raise EOFError
-            self._waiter = waiter = self._loop.create_future()
-            timer = self._loop.call_at(deadline, _expire, waiter)
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-                timer.cancel()
-        return message
-
-    def hang_up(self) -> None:
-        """The host has exited: take what it wrote, then read EOF even if a stray child of it still
-        holds the pipe open."""
-        if self._fd < 0 or self._eof:
-            return
-        with contextlib.suppress(OSError):
-            while data := os.read(self._fd, _READ_CHUNK):
-                self._buffer += data
-        self._eof = True
-        self._loop.remove_reader(self._fd)
-        self._wake()
-
-    def close(self) -> None:
-        """Stop reading; a request still waiting sees EOF (the host is being killed)."""
-        if self._fd >= 0:
-            self._loop.remove_reader(self._fd)
-            os.close(self._fd)
-            self._fd = -1
-        self._eof = True
-        self._wake()
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def _on_readable(self) -> None:
-        try:
-            data = os.read(self._fd, _READ_CHUNK)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if data:
-            self._buffer += data
-        else:
-            self._eof = True
-            self._loop.remove_reader(self._fd)
-        self._wake()
-
-    def _take(self) -> dict[str, Any] | None:
-        size = protocol.HEADER.size
-        if len(self._buffer) < size:
-            return None
-        end = size + protocol.frame_length(bytes(self._buffer[:size]))
-        if len(self._buffer) < end:
-            return None
-        body = bytes(self._buffer[size:end])
-        del self._buffer[:end]
-        return protocol.decode(body)
-
-
 class _Worker:
     """One host subprocess and its pipes."""
 
@@ -170,7 +85,7 @@ class _Worker:
         self,
         transport: asyncio.SubprocessTransport,
         exited: _Exited,
-        reader: _FrameReader,
+        reader: FrameReader,
         request_fd: int,
         log_fd: int,
         max_output: int,
@@ -185,10 +100,11 @@ class _Worker:
         self.closed = False
         self.live: LiveOutput | None = None  # the running call's, while someone watches it
         self.pid = transport.get_pid()  # the worker's, once it has said it is ready
+        self.confinement: sandbox.Confinement | None = None  # what its tools may touch (None: anything)
         exited.done.add_done_callback(lambda _: reader.hang_up())
 
     @classmethod
-    async def start(cls, root: Path, settings: _Settings) -> _Worker:
+    async def start(cls, root: Path, settings: _Settings, confinement: sandbox.Confinement | None) -> _Worker:
         loop = asyncio.get_running_loop()
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
@@ -200,6 +116,8 @@ class _Worker:
             "--max-output", str(settings.max_output), "--max-memory-mb", str(settings.max_memory_mb),
             "--parent", str(os.getpid()),
         ]  # fmt: skip
+        if confinement is not None:
+            command += ["--confine", confinement.to_json()]
         try:
             transport, exited = await loop.subprocess_exec(
                 _Exited, *command,
@@ -212,15 +130,18 @@ class _Worker:
             raise
         os.close(request_r)
         os.close(reply_w)
-        worker = cls(transport, exited, _FrameReader(reply_r), request_w, log_fd, settings.max_output)
+        worker = cls(transport, exited, FrameReader(reply_r), request_w, log_fd, settings.max_output)
         timeout = settings.start_timeout
         try:
             worker.pid = (await worker.receive(protocol.Ready.of, timeout)).pid
         except BaseException as exc:
+            # why it could not start, in its own words (the sandbox, say), read before the kill closes it
+            said = (exc.logs if isinstance(exc, HostDied) else worker.logs()).strip()
             worker.kill()
             if isinstance(exc, HostDied | TimeoutError):
                 reason = str(exc) or f"no answer within {timeout:g} s"
-                raise HostDied(f"the tool host could not start ({reason})") from exc
+                said = f": {said}" if said else ""
+                raise HostDied(f"the tool host could not start ({reason}){said}") from exc
             raise
         return worker
 
@@ -335,11 +256,14 @@ class ToolHost:
         max_memory_mb: int = 1024,
         inherit_secrets: bool = False,
         secret_values: Collection[str] = (),
+        confine: bool = True,
     ) -> None:
         self._root = Path(workspace_root)
         env = os.environ if inherit_secrets else tool_environment(os.environ, secret_values)
         self._settings = _Settings(python, max_output_bytes, max_memory_mb, start_timeout_sec, dict(env))
         self._slots = asyncio.Semaphore(max_hosts)
+        self._max_hosts = max_hosts
+        self.confine = confine  # False: every host runs unconfined (the user's own `tools.sandbox = "off"`)
         self._idle: list[_Worker] = []
         self._busy: set[_Worker] = set()
         self._generation: dict[str, int] = {}
@@ -356,8 +280,9 @@ class ToolHost:
         single `function`); other hosts follow lazily."""
         key = str(path)
         request = LoadRequest(key, function, options.name, options.description)
+        loading = self._confinement(read_only=False, open_world=False)  # a file's own code, as a call runs
         try:
-            async with self._lease() as worker:
+            async with self._lease(loading) as worker:
                 worker.loaded.pop(key, None)  # even a failed load has replaced the module there
                 reply = await worker.request(request, LoadReply.of, timeout)
                 if reply.error is None:
@@ -375,12 +300,24 @@ class ToolHost:
         return reply.tools
 
     async def call(
-        self, path: Path, function: str, *, tool_name: str, arguments: Any, timeout: float
+        self,
+        path: Path,
+        function: str,
+        *,
+        tool_name: str,
+        arguments: Any,
+        timeout: float,
+        hints: Mapping[str, bool] | None = None,
     ) -> CallResult:
-        """Run one function; every fault becomes an error result. Cancellation kills the host."""
+        """Run one function, confined as its `hints` (`readOnlyHint`, `openWorldHint`) declare; every
+        fault becomes an error result. Cancellation kills the host."""
         key = str(path)
+        declared = hints or {}
+        confinement = self._confinement(
+            read_only=declared.get("readOnlyHint"), open_world=declared.get("openWorldHint")
+        )
         try:
-            async with self._lease() as worker:
+            async with self._lease(confinement) as worker:
                 generation = self._generation.get(key, 0)
                 stale = worker.loaded.get(key, 0) != generation
                 traceparent = tracecontext.TRACEPARENT.get()
@@ -417,11 +354,24 @@ class ToolHost:
         """The process ids of the live hosts' workers, which run the tools (for diagnostics, benchmarks)."""
         return [w.pid for w in (*self._idle, *self._busy)]
 
+    def _confinement(self, *, read_only: bool | None, open_world: bool | None) -> sandbox.Confinement | None:
+        if not self.confine:
+            return None
+        temp = self._settings.env.get("TMPDIR") or tempfile.gettempdir()  # what the host's Python will use
+        return sandbox.for_tool(self._root.resolve(), temp, read_only=read_only, open_world=open_world)
+
     @contextlib.asynccontextmanager
-    async def _lease(self) -> AsyncIterator[_Worker]:
-        """One host for one request: an idle one, or a new one while fewer than max_hosts run."""
+    async def _lease(self, confinement: sandbox.Confinement | None) -> AsyncIterator[_Worker]:
+        """One host for one request: an idle one confined the same way, or a new one while fewer than
+        max_hosts run (an idle host confined otherwise makes room)."""
         async with self._slots:
-            worker = self._idle.pop() if self._idle else await self._start()
+            worker = next((w for w in reversed(self._idle) if w.confinement == confinement), None)
+            if worker is not None:
+                self._idle.remove(worker)
+            else:
+                if self._idle and len(self._idle) + len(self._busy) >= self._max_hosts:
+                    self._idle.pop(0).kill()  # the least recently used
+                worker = await self._start(confinement)
             self._busy.add(worker)
             try:
                 yield worker
@@ -435,8 +385,10 @@ class ToolHost:
                 if not worker.closed:
                     self._idle.append(worker)
 
-    async def _start(self) -> _Worker:
-        return await _Worker.start(self._root, self._settings)
+    async def _start(self, confinement: sandbox.Confinement | None) -> _Worker:
+        worker = await _Worker.start(self._root, self._settings, confinement)
+        worker.confinement = confinement
+        return worker
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,11 +406,6 @@ def tool_environment(environ: Mapping[str, str], secret_values: Collection[str])
     return {
         name: value for name, value in environ.items() if name not in SECRET_VARIABLES and value not in hidden
     }
-
-
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())
 
 
 def _capture_file() -> int:

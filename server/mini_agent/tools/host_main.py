@@ -272,10 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-output", type=int, default=MAX_OUTPUT_BYTES)
     parser.add_argument("--max-memory-mb", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0)
+    parser.add_argument("--confine", help="a sandbox.Confinement as JSON: applied before anything else")
     args = parser.parse_args(argv)
     fds = (args.request_fd, args.reply_fd, args.log_fd)
     for fd in fds:
         os.set_inheritable(fd, False)  # a tool's child must not keep our pipes open
+    if args.confine is not None and not _confined(args.confine, args.log_fd):
+        return 3
     # The warden: a subreaper that outlives the worker, so whatever a tool left behind when the
     # worker died (or the daemon did: SIGTERM) still has a parent that ends it.
     reaper.become_subreaper()
@@ -317,6 +320,19 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:  # no JSON form, e.g. a lone surrogate in a tool's description
             channel.send(host.unsendable(request, exc))
     return 0
+
+
+def _confined(argument: str, log_fd: int) -> bool:
+    """Apply the confinement the daemon asked for (warden and worker alike); False, with the reason in
+    the capture file for the daemon to quote, where the kernel cannot."""
+    from mini_agent.tools import sandbox
+
+    try:
+        sandbox.apply(sandbox.Confinement.from_json(argument))
+    except (sandbox.Unavailable, OSError) as exc:
+        os.write(log_fd, str(exc).encode(errors="replace"))
+        return False
+    return True
 
 
 def _guard(worker: int) -> int:

@@ -112,6 +112,7 @@ class ToolRegistry:
         max_memory_mb: int = 1024,
         inherit_secrets: bool = False,
         secret_values: Collection[str] = (),
+        confine: bool = True,
     ) -> None:
         self._root = Path(workspace_root).resolve()
         self._timeout_sec = timeout_sec
@@ -124,6 +125,7 @@ class ToolRegistry:
             max_memory_mb=max_memory_mb,
             inherit_secrets=inherit_secrets,
             secret_values=secret_values,
+            confine=confine,
         )
         self._tools: dict[str, _Entry] = {}
         self._files: dict[_Key, _FileRegistration] = {}
@@ -290,6 +292,7 @@ class ToolRegistry:
             tool_name=call.name,
             arguments=call.arguments,
             timeout=timeout,
+            hints=dict(entry.spec.hints),
         )
 
     async def _call_client(

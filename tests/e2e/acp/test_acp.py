@@ -15,8 +15,8 @@ from acp import (
     resource_link_block,
     text_block,
 )
+from mini_agent.cli.demo import ANSWER, SCRIPT, TASK
 from mini_agent.scripted import ReplayServer
-from mini_agent_client.demo import ANSWER, SCRIPT, TASK
 
 from ...support.acp import acp_agent, calls, said, text, workspace_config
 from ...support.scripted import non_empty_lines

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mini_agent.cli.demo import ANSWER, SCRIPT, TASK
 from mini_agent.scripted import ReplayServer
-from mini_agent_client.demo import ANSWER, SCRIPT, TASK
 
 from ...support.acp import calls, run_acpx, said, workspace_config
 from ...support.scripted import non_empty_lines

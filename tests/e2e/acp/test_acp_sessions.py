@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from acp import RequestError
 from acp.schema import EnvVariable, McpServerStdio
+from mini_agent.cli.demo import SCRIPT, TASK
 from mini_agent.scripted import ReplayServer
-from mini_agent_client.demo import SCRIPT, TASK
 
 from ...support.acp import acp_agent, calls, said, text, workspace_config
 from ...support.cli import run_cli

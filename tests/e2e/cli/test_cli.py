@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mini_agent.cli.demo import ANSWER as SEED_ANSWER
+from mini_agent.cli.demo import SCRIPT as SEED_SCRIPT
+from mini_agent.cli.demo import TASK as SEED_TASK
 from mini_agent.scripted import ReplayServer
 from mini_agent_client import AgentClient
-from mini_agent_client.demo import ANSWER as SEED_ANSWER
-from mini_agent_client.demo import SCRIPT as SEED_SCRIPT
-from mini_agent_client.demo import TASK as SEED_TASK
 
 from ...support.cli import CLI, cli_env, run_cli
 from ...support.daemon import EXAMPLE, ROOT, daemon_env

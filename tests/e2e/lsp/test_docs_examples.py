@@ -165,7 +165,7 @@ async def shell(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Shell
     bin_dir = base / "bin"
     bin_dir.mkdir()
     launcher = bin_dir / "mini-agent"
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m mini_agent_client.cli "$@"\n')
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m mini_agent.cli "$@"\n')
     launcher.chmod(0o755)
     async with ReplayServer(responder=answer) as model:
         env = daemon_env(COLUMNS="120", OPENAI_BASE_URL=model.base_url, MINI_AGENT_MODEL="replay")

@@ -116,7 +116,7 @@ def test_deeply_nested_json_is_an_invalid_request_with_id_null(
 def test_an_ndjson_line_over_the_cap_is_refused_and_the_next_line_served(
     daemons: list[RawDaemon], workspace: Path
 ) -> None:
-    cli = [sys.executable, "-m", "mini_agent_client.cli", "serve", "--ndjson"]
+    cli = [sys.executable, "-m", "mini_agent.cli", "serve", "--ndjson"]
     raw = start(daemons, workspace, command=cli, MINI_AGENT_MAX_FRAME_BYTES="4096")
     assert raw.process.stdout is not None
 

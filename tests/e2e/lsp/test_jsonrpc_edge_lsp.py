@@ -11,7 +11,7 @@ from ...support.jsonrpc_edge import assert_every_case_answered_alike
 from ...support.ndjson import RawLines
 from ...support.raw import RawDaemon
 
-NDJSON = [sys.executable, "-m", "mini_agent_client.cli", "serve", "--ndjson"]
+NDJSON = [sys.executable, "-m", "mini_agent.cli", "serve", "--ndjson"]
 
 
 def test_bad_envelopes_in_frames_get_the_shared_answers(raw: RawDaemon) -> None:

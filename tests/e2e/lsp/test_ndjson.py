@@ -28,7 +28,7 @@ print(json.dumps(value, separators=(",", ":")))' "$1" "$2"
   }
 fi
 
-coproc DAEMON { exec "$PYTHON" -m mini_agent_client.cli serve --ndjson 2>daemon.err; }
+coproc DAEMON { exec "$PYTHON" -m mini_agent.cli serve --ndjson 2>daemon.err; }
 send() { printf '%s\n' "$1" >&"${DAEMON[1]}"; }
 # read lines (keeping each in the transcript) until FILTER on one gives VALUE; print that line
 await() {

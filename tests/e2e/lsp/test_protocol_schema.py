@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from mini_agent.cli.demo import SCRIPT as SEED_SCRIPT
+from mini_agent.cli.demo import TASK as SEED_TASK
 from mini_agent.lsp.capabilities import METHODS
 from mini_agent.scripted import ReplayServer
 from mini_agent_client import AgentClient
-from mini_agent_client.demo import SCRIPT as SEED_SCRIPT
-from mini_agent_client.demo import TASK as SEED_TASK
 from mini_agent_client.rpc import RpcError
 from referencing import Registry, Resource
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mini_agent.cli.demo import ANSWER, TASK
+from mini_agent.cli.demo import SCRIPT as REACT_SCRIPT
 from mini_agent.scripted import ReplayServer
-from mini_agent_client.demo import ANSWER, TASK
-from mini_agent_client.demo import SCRIPT as REACT_SCRIPT
 
 from ...support.scripted import non_empty_lines
 

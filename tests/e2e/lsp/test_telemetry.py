@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 from acp.schema import EnvVariable, McpServerStdio
+from mini_agent.cli.demo import SCRIPT as SEED_SCRIPT
+from mini_agent.cli.demo import TASK
 from mini_agent.scripted import ReplayServer
-from mini_agent_client.demo import SCRIPT as SEED_SCRIPT
-from mini_agent_client.demo import TASK
 
 from ...support.acp import acp_agent, text, workspace_config
 from ...support.daemon import daemon_env
@@ -145,7 +145,7 @@ async def test_the_seed_scenario_as_a_trace_and_its_export(
     assert TASK not in json.dumps(spans) and "gen_ai.input.messages" not in top  # no content by default
 
     exported = traced(monkeypatch, phoenix)
-    command = [sys.executable, "-m", "mini_agent_client.cli", "sessions", "export", "--otlp", session_id]
+    command = [sys.executable, "-m", "mini_agent.cli", "sessions", "export", "--otlp", session_id]
     done = subprocess.run(
         command, env=daemon_env(), cwd=workspace, capture_output=True, text=True, timeout=60, check=False
     )
@@ -175,7 +175,7 @@ async def test_an_acp_turn_with_an_mcp_tool_joins_the_mcp_servers_span(
     server = McpServerStdio(
         name="ws",
         command=sys.executable,
-        args=["-m", "mini_agent_client.cli", "mcp", "--tools", "tools.py", "--root", str(workspace)],
+        args=["-m", "mini_agent.cli", "mcp", "--tools", "tools.py", "--root", str(workspace)],
         env=mcp_env,
     )
     action = 'Action: ws_count_file_lines\nAction Input: {"file_path": "schema.py"}'

@@ -8,7 +8,7 @@ from pathlib import Path
 from ...support.jsonrpc_edge import assert_every_case_answered_alike
 from ...support.ndjson import RawLines
 
-MCP_COMMAND = [sys.executable, "-m", "mini_agent_client.cli", "mcp"]
+MCP_COMMAND = [sys.executable, "-m", "mini_agent.cli", "mcp"]
 
 
 def test_bad_envelopes_get_the_shared_answers(workspace: Path) -> None:

@@ -81,7 +81,7 @@ def test_over_stdio(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     (root / "tools.py").write_text(TOOLS)
-    command = [sys.executable, "-m", "mini_agent_client.cli", "mcp", "--root", str(root), "tools.py"]
+    command = [sys.executable, "-m", "mini_agent.cli", "mcp", "--root", str(root), "tools.py"]
     check_list_and_call(tmp_path, command)
     (root / "tools.py").write_text(TOOLS + ADDED)
     assert names(inspector(tmp_path, *command, method="tools/list")) == ["split", "shout"]

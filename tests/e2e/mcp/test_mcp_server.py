@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from ...support.daemon import daemon_env
 from ...support.tools import NOISY
 
-MCP_COMMAND = [sys.executable, "-m", "mini_agent_client.cli", "mcp"]
+MCP_COMMAND = [sys.executable, "-m", "mini_agent.cli", "mcp"]
 
 
 @asynccontextmanager

@@ -13,7 +13,7 @@ import pytest
 
 from ...support.ndjson import RawLines
 
-MCP_COMMAND = [sys.executable, "-m", "mini_agent_client.cli", "mcp"]
+MCP_COMMAND = [sys.executable, "-m", "mini_agent.cli", "mcp"]
 
 
 def request(msg_id: Any, method: Any, params: Any = None, version: str = "2.0") -> bytes:

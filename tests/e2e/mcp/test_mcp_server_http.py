@@ -130,7 +130,7 @@ def test_a_port_in_use_is_refused_with_its_reason(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        command = [sys.executable, "-m", "mini_agent_client.cli", "mcp", "--root", str(tmp_path)]
+        command = [sys.executable, "-m", "mini_agent.cli", "mcp", "--root", str(tmp_path)]
         done = subprocess.run(
             [*command, "--http", str(port), "tools.py"],
             env=daemon_env(),

@@ -95,7 +95,7 @@ def added(a: int, b: int) -> int:
 async def served(
     root: Path, *files: str, errlog: IO[str] = sys.stderr, notes: list[Any] | None = None
 ) -> AsyncIterator[ClientSession]:
-    args = ["-m", "mini_agent_client.cli", "mcp", "--root", str(root), *files]
+    args = ["-m", "mini_agent.cli", "mcp", "--root", str(root), *files]
     server = StdioServerParameters(command=sys.executable, args=args, env=daemon_env())
 
     async def note(message: Any) -> None:

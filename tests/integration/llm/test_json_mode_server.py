@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from mini_agent.cli.demo import ANSWER, TASK
 from mini_agent.core.contracts import LLMConfig, Message, Role, ToolMode, ToolSpec
 from mini_agent.llm import jsonmode
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.scripted import ReplayServer
-from mini_agent_client.demo import ANSWER, TASK
 
 ADD = ToolSpec(
     name="add",

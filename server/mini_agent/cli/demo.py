@@ -14,8 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from .client import AgentClient, Event
-from .terminal import safe
+from mini_agent_client.client import AgentClient, Event
+
+from mini_agent.cli.terminal import safe
 
 TASK = "Which Python files are in the workspace, and how many non-empty lines does schema.py have?"
 # The answer to every part of it, `count` the tool's result (the scripts quote it through the placeholder).

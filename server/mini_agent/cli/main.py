@@ -20,31 +20,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import os
-import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .client import RESULT, AgentClient
-from .rpc import ConnectionClosed, RpcError
-from .terminal import safe, text
+from mini_agent_client.rpc import ConnectionClosed, RpcError
 
-if TYPE_CHECKING:
-    from .render import View
+from mini_agent.cli.running import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CtrlC,
+    UsageError,
+    client_for,
+    outcome,
+    spawn,
+)
+from mini_agent.cli.terminal import safe, say, text
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 DECISIONS = ("allow_once", "allow_always", "reject_once", "reject_always")
-KEYS = {"o": "allow_once", "a": "allow_always", "r": "reject_once", "n": "reject_always"}
 STATUSES = ("ready", "running", "awaiting_approval", "finished")
 PERMISSION_MODES = ("ask_always", "ask_when_needed", "ask_never")
-
-
-class UsageError(Exception):
-    """A mistake in the command line that argparse cannot see (exit 2)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                         ("untrust", "forget a folder's trust: the next agent asks again")):
         trusting = commands.add_parser(name, help=words)
         trusting.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the folder (default: .)")
+    doctor = commands.add_parser("doctor", help="what this machine gives the daemon: the tool sandbox")
+    _root_option(doctor)
     demo = commands.add_parser("demo", help="the seed scenario against a replayed model")
     demo.add_argument("--tool-mode", choices=["react", "native"], default="react")
 
@@ -209,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         return trust_command(args.dir, trusting=args.command == "trust")
     if args.command == "sessions" and args.action == "export":
         return export_command(args)
+    if args.command == "doctor":
+        return doctor_command(getattr(args, "root", Path.cwd()).resolve())
     if args.command == "demo":
-        from .demo import run_demo
+        from mini_agent.cli.demo import run_demo
 
         return asyncio.run(run_demo(tool_mode=args.tool_mode))
     try:
@@ -237,7 +239,7 @@ async def ask_command(args: argparse.Namespace) -> int:
     if args.permission_mode:
         fields["permission_mode"] = args.permission_mode
     with CtrlC() as ctrl_c:
-        async with _client(args, root) as (client, runner):
+        async with client_for(args, root) as (client, runner):
             for path in files:
                 await client.register_tool(path)
             if args.session:
@@ -249,13 +251,13 @@ async def ask_command(args: argparse.Namespace) -> int:
             else:
                 session_id = await client.start_session(task, **fields)
             return await runner(session_id, ctrl_c)
-    return _outcome({}, interrupted=True)  # the first Ctrl-C came before there was a session
+    return outcome({}, interrupted=True)  # the first Ctrl-C came before there was a session
 
 
 async def tools_command(args: argparse.Namespace) -> int:
     root = _root(args)
     files = [_tool_path(name, root) for name in args.files]
-    async with _spawn(root, options={"store": {"enabled": False}}) as client:
+    async with spawn(root, options={"store": {"enabled": False}}) as client:
         tools = [tool for path in files for tool in await client.register_tool(path)]
     print(json.dumps(tools, indent=2, ensure_ascii=False))
     return EXIT_OK
@@ -279,12 +281,12 @@ async def sessions_command(args: argparse.Namespace) -> int:
     root = _root(args)
     if args.action == "resume":
         with CtrlC() as ctrl_c:
-            async with _client(args, root) as (client, runner):
+            async with client_for(args, root) as (client, runner):
                 if "agent/resumeSession" in client.methods:
                     await client.call("agent/resumeSession", _resume_params(args))
                 return await runner(args.session_id, ctrl_c)
-        return _outcome({}, interrupted=True)
-    async with _spawn(root) as client:
+        return outcome({}, interrupted=True)
+    async with spawn(root) as client:
         if args.action == "approve":
             await client.approve(args.session_id, args.tool_call_id, args.decision, args.reason)
             print(safe(f"{args.decision} recorded; `mini-agent sessions resume {args.session_id}` goes on"))
@@ -299,7 +301,7 @@ async def models_command(args: argparse.Namespace) -> int:
     """The models to choose from (the current one marked), or the configured one alone and why."""
     root = _root(args)
     llm = {"baseUrl": args.base_url} if args.base_url else {}
-    async with _spawn(root, options={"store": {"enabled": False}, "llm": llm}) as client:
+    async with spawn(root, options={"store": {"enabled": False}, "llm": llm}) as client:
         found = await client.list_models(refresh=args.refresh)
     if args.json:
         print(json.dumps(found, indent=2, ensure_ascii=False))
@@ -308,6 +310,32 @@ async def models_command(args: argparse.Namespace) -> int:
         print(f"{'*' if model['id'] == found['current'] else ' '} {safe(model['id'])}")
     if found.get("message"):
         say(found["message"])
+    return EXIT_OK
+
+
+def doctor_command(root: Path) -> int:
+    """The sandbox's state here: the kernel's parts, the user's setting, what each kind of tool gets."""
+    import tempfile
+
+    from mini_agent.app.options import SANDBOX_ENV, ToolHostOptions
+    from mini_agent.tools import sandbox
+
+    missing = sandbox.available()
+    print(f"Landlock ABI: {sandbox.landlock_abi() or 'none'}")
+    if not ToolHostOptions().confined and missing is None:
+        print(f"sandbox: off ({SANDBOX_ENV}=off in the environment): tools run unconfined")
+    elif missing is not None:
+        print(f"sandbox: unavailable: {missing}")
+        print("  on Linux a tool call then fails, naming what is missing; elsewhere tools run unconfined,")
+        print("  with approval as the only guard")
+    else:
+        print("sandbox: on (no new privileges; user, mount and network namespaces; Landlock)")
+    temp = tempfile.gettempdir()
+    for words, read_only, open_world in (("read_only=True", True, False), ("(no declaration)", False, False),
+                                         ("open_world=True", False, True)):  # fmt: skip
+        confinement = sandbox.for_tool(root, temp, read_only=read_only, open_world=open_world)
+        print(f"  a tool with {words}: {safe(confinement.words())}")
+    print(f"  read-only inside the workspace: {', '.join(sandbox.PROTECTED)}")
     return EXIT_OK
 
 
@@ -348,203 +376,6 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = 
 # -- running a session -------------------------------------------------------------------------
 
 
-def _spawn(root: Path, **fields: Any) -> contextlib.AbstractAsyncContextManager[AgentClient]:
-    """The command's daemon. Its log stays quiet unless MINI_AGENT_LOG asks for it: every failure
-    reaches this command as an answer or a `window/showMessage`, and the command says each once."""
-    env = {**os.environ, "MINI_AGENT_LOG": os.environ.get("MINI_AGENT_LOG", "CRITICAL")}
-    fields.setdefault("capabilities", {"window": {"showDocument": {"support": True}}})
-    fields.setdefault("handlers", {"window/showDocument": _show_document})
-    return AgentClient.spawn(root=root, env=env, on_message=_show_message, **fields)
-
-
-async def _show_document(params: dict[str, Any]) -> dict[str, Any]:
-    """A page the daemon asks to open (an MCP server's sign-in): its link on stderr, and a browser
-    where there is a display to show one on."""
-    uri = str(params.get("uri", ""))
-    say(f"open {uri}")
-    opened = False
-    desktop = sys.platform in ("darwin", "win32")
-    display = desktop or any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY"))
-    if uri.startswith(("https://", "http://")) and display:
-        import webbrowser
-
-        opened = await asyncio.to_thread(webbrowser.open, uri)
-    return {"success": opened}
-
-
-def _show_message(params: dict[str, Any]) -> None:
-    if params.get("type", 4) <= 2:  # errors and warnings; info and log lines are for editors' logs
-        say(str(params.get("message", "")))
-
-
-_said: set[str] = set()
-
-
-def say(message: str) -> None:
-    """A line on stderr for the person. The same message twice (the daemon's notice about its options,
-    then each request refused for the same reason) is said once. The message is escaped (it quotes a
-    workspace file, a URL, a server's words); a line of its own after the first is indented, so that no
-    line of it can pass for one of ours."""
-    said = safe(message.removeprefix("mini-agent: "), lines=True)
-    if said not in _said:
-        _said.add(said)
-        print("mini-agent: " + said.replace("\n", "\n  "), file=sys.stderr)
-
-
-@contextlib.asynccontextmanager
-async def _client(args: argparse.Namespace, root: Path) -> AsyncIterator[tuple[AgentClient, SessionRunner]]:
-    """A daemon set up for this command's model options, and the runner that shows its sessions."""
-    from .render import JsonView, LiveView
-
-    interactive = sys.stdin.isatty() and sys.stdout.isatty() and not args.json
-    policy = args.approve or ("ask" if interactive else "none")
-    if policy == "ask" and not interactive:
-        raise UsageError("--approve ask needs a terminal; use --approve all or --approve none")
-    view: View
-    if args.json:
-        view = JsonView()
-    else:
-        from rich.console import Console
-
-        view = LiveView(Console())
-    try:
-        async with _spawn(root, options=_options(args), workspace_trusted=args.trust) as client:
-            runner = SessionRunner(client, view, policy)
-            client.on_permission(runner.decide)
-            yield client, runner
-    finally:
-        view.close()
-
-
-class SessionRunner:
-    """Runs one session to its end, showing its events and answering its permission requests."""
-
-    def __init__(self, client: AgentClient, view: View, policy: str) -> None:
-        self.client = client
-        self.view = view
-        self.policy = policy
-        self._shown_calls: set[str] = set()
-        self._shown = asyncio.Event()
-
-    async def __call__(self, session_id: str, ctrl_c: CtrlC) -> int:
-        ctrl_c.cancel = lambda: self.client.cancel(session_id)
-        result: dict[str, Any] = {}
-        async for event in self.client.run(session_id=session_id):
-            self.view.show(event)
-            if event.kind == RESULT:
-                result = event.data
-            if event.tool_call_id is not None:
-                self._shown_calls.add(event.tool_call_id)
-                self._shown.set()
-        self.view.close()
-        return _outcome(result, interrupted=ctrl_c.count > 0)
-
-    async def decide(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Answer `agent/requestPermission`: by policy, or by asking the person at the terminal."""
-        call = params.get("toolCall") or {}
-        await self._caught_up(call.get("id", ""))
-        if self.policy == "all":
-            decision = "allow_once"
-        elif self.policy == "none":
-            decision = "reject_once"
-        else:
-            decision = await self._ask(params)
-        self.view.note("permission", sessionId=params.get("sessionId"), toolCallId=call.get("id"),
-                       tool=call.get("name"), decision=decision)
-        return {"decision": decision}
-
-    async def _caught_up(self, call_id: str) -> None:
-        """Let the view show the call before asking about it: the request can overtake the queued event."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(2):
-                while call_id not in self._shown_calls:
-                    self._shown.clear()
-                    await self._shown.wait()
-
-    async def _ask(self, params: dict[str, Any]) -> str:
-        from .render import LiveView, permission_panel
-
-        assert isinstance(self.view, LiveView), "asking needs the terminal view"
-        view = self.view
-        view.pause()
-        try:
-            view.console.print(permission_panel(params))
-            while True:
-                view.console.print("decision [o/a/r/n]: ", end="", markup=False)
-                answer = (await _read_stdin_line()).strip().lower()
-                if not answer:  # end of input: no one to ask
-                    return "reject_once"
-                if answer[0] in KEYS:
-                    return KEYS[answer[0]]
-        finally:
-            view.resume()
-
-
-class CtrlC:
-    """The first Ctrl-C cancels the session, whose run then ends normally with stopReason "cancelled";
-    a second one (or one before there is a session to cancel) stops the command at once."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.cancel: Callable[[], Awaitable[None]] | None = None
-        self._main: asyncio.Task[Any] | None = None
-        self._pending: set[asyncio.Future[None]] = set()
-
-    def __enter__(self) -> CtrlC:
-        self._main = asyncio.current_task()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._interrupt)
-        return self
-
-    def __exit__(self, *exc: object) -> bool:
-        asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-        return exc[0] is asyncio.CancelledError and self.count > 0
-
-    def _interrupt(self) -> None:
-        self.count += 1
-        if self.count == 1 and self.cancel is not None:
-            future = asyncio.ensure_future(self.cancel())
-            self._pending.add(future)
-            future.add_done_callback(self._pending.discard)
-        elif self._main is not None:
-            self._main.cancel()
-
-
-async def _read_stdin_line() -> str:
-    """A line from the terminal without blocking the loop (the daemon keeps streaming meanwhile)."""
-    loop = asyncio.get_running_loop()
-    fd = sys.stdin.fileno()
-    ready: asyncio.Future[str] = loop.create_future()
-
-    def on_readable() -> None:
-        loop.remove_reader(fd)
-        if not ready.done():
-            ready.set_result(os.read(fd, 4096).decode(errors="replace"))
-
-    loop.add_reader(fd, on_readable)
-    try:
-        return await ready
-    finally:
-        loop.remove_reader(fd)
-
-
-def _outcome(result: dict[str, Any], *, interrupted: bool) -> int:
-    reason = result.get("stopReason")
-    if interrupted or reason == "cancelled":
-        say("cancelled")
-        return EXIT_CANCELLED
-    if reason == "end_turn":
-        return EXIT_OK
-    messages = {
-        "error": str(result.get("error")),  # the daemon's own words: which URL, what happened, what to do
-        "max_tokens": str(result.get("error")),  # names the context window and the request's size
-        "max_turn_requests": f"no answer within the step budget ({result.get('steps')} steps)",
-        "loop_detected": "stopped: the model kept repeating the same tool call",
-    }
-    fallback = f"the session ended as {result.get('status')}"
-    say(messages.get(reason or "", fallback))
-    return EXIT_FAILED
-
-
 # -- arguments ---------------------------------------------------------------------------------
 
 
@@ -570,14 +401,6 @@ def _tool_path(name: str, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """initializationOptions from the flags only: the daemon itself reads the workspace file, then the
-    environment (OPENAI_BASE_URL, OPENAI_API_KEY, MINI_AGENT_MODEL), so a flag beats the file and the
-    file beats the environment, as on every door."""
-    llm = {"baseUrl": args.base_url, "model": args.model, "toolMode": args.tool_mode}
-    return {"llm": {key: value for key, value in llm.items() if value}}
-
-
 def _show_session(session: dict[str, Any], *, as_json: bool) -> None:
     if as_json:
         print(json.dumps(session, indent=2, ensure_ascii=False))
@@ -585,7 +408,7 @@ def _show_session(session: dict[str, Any], *, as_json: bool) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from .render import LiveView, replay_session
+    from mini_agent.cli.render import LiveView, replay_session
 
     view = LiveView(Console(), spinner=False)
     view.console.print(Text.assemble(("task", "bold"), " ", text(session.get("task"), lines=True)))
@@ -599,7 +422,7 @@ def _list_sessions(sessions: list[dict[str, Any]], *, as_json: bool) -> None:
         return
     from rich.console import Console
 
-    from .render import sessions_table
+    from mini_agent.cli.render import sessions_table
 
     console = Console()
     console.print(sessions_table(sessions) if sessions else "no sessions")

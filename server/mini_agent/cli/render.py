@@ -12,6 +12,7 @@ import re
 import sys
 from typing import Any, Protocol, TextIO
 
+from mini_agent_client.client import MESSAGE, RESULT, STATUS, THOUGHT, TOOL_CALL, TOOL_CALL_UPDATE, Event
 from rich.console import Console, Group
 from rich.live import Live
 from rich.markdown import Markdown
@@ -21,8 +22,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from .client import MESSAGE, RESULT, STATUS, THOUGHT, TOOL_CALL, TOOL_CALL_UPDATE, Event
-from .terminal import safe, text
+from mini_agent.cli.terminal import safe, text
 
 OBSERVATION_LINES = 12
 NOT_REPORTED = "tokens: not reported by the server"

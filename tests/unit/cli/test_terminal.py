@@ -6,10 +6,9 @@ from __future__ import annotations
 import io
 
 import pytest
-from mini_agent_client.cli import say
+from mini_agent.cli.render import LiveView, permission_panel, replay_session, sessions_table
+from mini_agent.cli.terminal import safe, say, text
 from mini_agent_client.client import MESSAGE, RESULT, THOUGHT, TOOL_CALL, TOOL_CALL_UPDATE, Event
-from mini_agent_client.render import LiveView, permission_panel, replay_session, sessions_table
-from mini_agent_client.terminal import safe, text
 from rich.console import Console
 
 ACTED_ON = [chr(code) for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))] + [

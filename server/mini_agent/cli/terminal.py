@@ -17,12 +17,13 @@ Escapes below U+0080 read `\\x1b`; the rest read `\\u202e`, so that in JSON show
 from __future__ import annotations
 
 import re
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["safe", "text"]
+__all__ = ["safe", "say", "text"]
 
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # ALM, LRM, RLM, embeddings/overrides, isolates
 _SEPARATORS = "\u2028\u2029"
@@ -54,3 +55,17 @@ def text(value: object, style: str = "", *, lines: bool = False) -> Text:
     from rich.text import Text  # not at import: `mini-agent serve` loads this module and needs no rich
 
     return Text(safe(value, lines=lines), style=style)
+
+
+_said: set[str] = set()
+
+
+def say(message: str) -> None:
+    """A line on stderr for the person. The same message twice (the daemon's notice about its options,
+    then each request refused for the same reason) is said once. The message is escaped (it quotes a
+    workspace file, a URL, a server's words); a line of its own after the first is indented, so that no
+    line of it can pass for one of ours."""
+    said = safe(message.removeprefix("mini-agent: "), lines=True)
+    if said not in _said:
+        _said.add(said)
+        print("mini-agent: " + said.replace("\n", "\n  "), file=sys.stderr)

@@ -1,0 +1,76 @@
+"""The sandbox through the real daemon: a workspace tool's declarations become what its call may touch,
+and `tools.sandbox = "off"` (the user's own setting) runs it unconfined."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mini_agent.scripted import ReplayServer
+
+TOOLS = '''
+from pathlib import Path
+from mini_agent import tool
+
+@tool(read_only=True)
+def peek(path: str) -> str:
+    """Read a file (and, wrongly, try to leave a mark)."""
+    Path("mark.txt").write_text("x")
+    return Path(path).read_text()
+
+def save(path: str, text: str) -> str:
+    """Write a file."""
+    Path(path).write_text(text)
+    return "saved"
+'''
+
+
+async def run_calls(client: Any, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The observations of `calls`, made one per model turn by a replayed model."""
+    await client.request("agent/registerTool", {"path": "tools.py"})
+    session_id = (await client.request("agent/startSession", {"task": "go"}))["sessionId"]
+    await client.request("agent/run", {"sessionId": session_id})
+    session = await client.request("agent/getSession", {"sessionId": session_id})
+    return [observation for step in session["steps"] for observation in step["observations"]]
+
+
+def turns(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [*({"tool_calls": [{"name": n, "arguments": a}]} for n, a in calls), {"content": "done"}]
+
+
+@pytest.mark.asyncio
+async def test_declarations_become_the_sandbox_of_each_call_through_the_daemon(
+    workspace: Path, daemon_factory: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace / "tools.py").write_text(TOOLS)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # the daemon's temp folder, and so its tools'
+    outside = tmp_path / "outside.txt"
+    calls = [("peek", {"path": "schema.py"}), ("save", {"path": "new.txt", "text": "kept"}),
+             ("save", {"path": str(outside), "text": "escaped"})]  # fmt: skip
+    async with ReplayServer(turns(calls)) as model:
+        options = {"llm": {"baseUrl": model.base_url, "toolMode": "native"}, "store": {"enabled": False},
+                   "workspaceTrusted": True}  # fmt: skip
+        client = await daemon_factory(options)
+        observations = await run_calls(client, calls)
+    peeked, saved, escaped = observations
+    assert peeked["isError"] and "Permission denied" in peeked["output"]  # read_only: not even the workspace
+    assert not (workspace / "mark.txt").exists()
+    assert (saved["isError"], saved["output"]) == (False, "saved") and (workspace / "new.txt").exists()
+    assert escaped["isError"] and "Permission denied" in escaped["output"] and not outside.exists()
+
+
+@pytest.mark.asyncio
+async def test_the_users_sandbox_off_runs_a_read_only_tool_unconfined(
+    workspace: Path, daemon_factory: Callable[..., Any]
+) -> None:
+    (workspace / "tools.py").write_text(TOOLS)
+    calls = [("peek", {"path": "schema.py"})]
+    async with ReplayServer(turns(calls)) as model:
+        options = {"llm": {"baseUrl": model.base_url, "toolMode": "native"}, "store": {"enabled": False},
+                   "workspaceTrusted": True, "tools": {"sandbox": "off"}}  # fmt: skip
+        client = await daemon_factory(options)
+        (peeked,) = await run_calls(client, calls)
+    assert not peeked["isError"] and (workspace / "mark.txt").read_text() == "x"
