@@ -1,12 +1,14 @@
 """A small MCP server for the tests (run as a script): it records its pid, can die mid-call, can
 grow its tool list at runtime, which no published server does on demand, logs the start and the
-cancellation of a slow call, reports progress on request, and with `--stubborn` outlives the end of
-its stdin and ignores SIGTERM, as a badly written server may."""
+cancellation of a slow call, reports progress on request, tries a TCP connection on request
+(`connect`), and with `--stubborn` outlives the end of its stdin and ignores SIGTERM, as a badly
+written server may."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -31,6 +33,11 @@ TOOLS = {
     "grow": types.Tool(name="grow", description="Add a tool.", input_schema={"type": "object"}),
     "slow": types.Tool(name="slow", description="Take a minute.", input_schema={"type": "object"}),
     "big": types.Tool(name="big", description="Answer 5000 bytes.", input_schema={"type": "object"}),
+    "connect": types.Tool(
+        name="connect",
+        description="Open a TCP connection to 127.0.0.1:`port` and say what happened.",
+        input_schema={"type": "object", "properties": {"port": {"type": "integer"}}},
+    ),
     "report": types.Tool(
         name="report",
         description="Report progress `times` times, `every` seconds apart, then wait `hang` seconds.",
@@ -68,6 +75,14 @@ async def call_tool(
         return types.CallToolResult(content=[types.TextContent(text="grown")])
     if params.name == "big":
         return types.CallToolResult(content=[types.TextContent(text="x" * 5000)])
+    if params.name == "connect":
+        port = int((params.arguments or {}).get("port", 0))
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            said = "connected"
+        except OSError as exc:
+            said = f"refused: {exc}"
+        return types.CallToolResult(content=[types.TextContent(text=said)])
     if params.name == "report":
         arguments = params.arguments or {}
         times = int(arguments.get("times", 3))

@@ -95,6 +95,7 @@ class Workspace:
             report=self._report,
             tools_changed=lambda: self.tools_changed(persist=False),
             person=self.client,
+            confine=options.tools.confined,
         )
         self.registry.attach(self.mcp)
         self.servers = SessionServers(

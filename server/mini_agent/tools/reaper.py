@@ -109,9 +109,11 @@ def _signal(pid: int, sig: signal.Signals) -> bool:
     return True
 
 
-def warden_command(command: list[str], python: str = sys.executable) -> list[str]:
-    """`command` run under `main` by this process's Python, watched for this process's death."""
-    return [python, "-P", "-c", _BOOTSTRAP, "--parent", str(os.getpid()), "--", *command]
+def warden_command(command: list[str], python: str = sys.executable, confine: str | None = None) -> list[str]:
+    """`command` run under `main` by this process's Python, watched for this process's death; with
+    `confine` (a `sandbox.Confinement` as JSON), confined so before it starts."""
+    confining = ["--confine", confine] if confine is not None else []
+    return [python, "-P", "-c", _BOOTSTRAP, "--parent", str(os.getpid()), *confining, "--", *command]
 
 
 class Stop(Exception):
@@ -142,14 +144,26 @@ def outlive(child: int) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`--parent PID -- COMMAND ARG…`: run COMMAND as a child with this process's stdin and stdout
-    (this process lets go of them), then end everything below this process once COMMAND exits,
-    SIGTERM arrives, or PID dies; exit as COMMAND did."""
+    """`--parent PID [--confine JSON] -- COMMAND ARG…`: run COMMAND as a child with this process's stdin
+    and stdout (this process lets go of them), then end everything below this process once COMMAND
+    exits, SIGTERM arrives, or PID dies; exit as COMMAND did. With `--confine`, this process and so
+    COMMAND are confined first (`sandbox.apply`); where the kernel cannot, stderr says why, exit 1."""
     args = sys.argv[1:] if argv is None else argv
+    confine = None
+    if args[2:3] == ["--confine"] and len(args) > 3:
+        confine, args = args[3], args[:2] + args[4:]
     if len(args) < 4 or args[0] != "--parent" or args[2] != "--":
-        print("usage: --parent PID -- COMMAND [ARG…]", file=sys.stderr)
+        print("usage: --parent PID [--confine JSON] -- COMMAND [ARG…]", file=sys.stderr)
         return 2
     parent, command = int(args[1]), args[3:]
+    if confine is not None:
+        from mini_agent.tools import sandbox
+
+        try:
+            sandbox.apply(sandbox.Confinement.from_json(confine))
+        except (sandbox.Unavailable, OSError) as exc:
+            print(exc, file=sys.stderr)
+            return 1
     become_subreaper()
     signal.signal(signal.SIGTERM, raise_stop)
     try:

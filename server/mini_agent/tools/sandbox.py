@@ -104,6 +104,19 @@ def for_tool(root: Path, temp: str, *, read_only: bool | None, open_world: bool 
     return Confinement(writable, protected, network=bool(open_world), label=label)
 
 
+# Where a stdio MCP server keeps its state (npx's and uvx's caches, logs), writable beside the workspace.
+SERVER_STATE = ("~/.cache", "~/.npm", "~/.local/state")
+
+
+def for_server(root: Path, temp: str, *, network: bool, writable: tuple[str, ...] = ()) -> Confinement:
+    """A stdio MCP server's confinement: its entry's `network` and `writable`, the workspace, the temp
+    folder and its usual state; the same protected paths as a tool's."""
+    state = (os.path.expanduser(path) for path in (*SERVER_STATE, *writable))
+    roots = tuple(dict.fromkeys((str(root), os.path.realpath(temp), *state)))
+    protected = tuple(str(root / name) for name in PROTECTED)
+    return Confinement(roots, protected, network=network, label="mcp-server")
+
+
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version; 0 where there is none (disabled, too old, not Linux)."""
     if sys.platform != "linux" or os.environ.get(PRETEND_ENV) == "no-landlock":

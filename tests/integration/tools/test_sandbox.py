@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -222,3 +223,36 @@ async def test_with_the_sandbox_off_a_tool_runs_unconfined(roots: tuple[Path, Pa
     finally:
         await tool_host.aclose()
     assert result.output == "written" and (roots[1] / "x.txt").read_text() == "x"
+
+
+FIXTURE = Path(__file__).parents[2] / "support" / "mcp_fixture_server.py"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("network", [False, True])
+async def test_a_stdio_mcp_server_reaches_the_network_only_when_its_entry_allows_it(
+    roots: tuple[Path, Path], tcp_listener: int, network: bool
+) -> None:
+    from mini_agent.core.asking import Nobody
+    from mini_agent.core.contracts import ToolCall
+    from mini_agent.tools.mcp import McpSource
+    from mini_agent.tools.mcp.config import StdioMcpServer
+
+    server = StdioMcpServer(
+        name="fixture", command=sys.executable, args=[str(FIXTURE), str(roots[1] / "pids")],
+        requires_approval=False, network=network,
+    )  # fmt: skip
+    source = McpSource(
+        roots[0], timeout_sec=30.0, max_output_bytes=4096, reserved=lambda: (),
+        report=lambda session, message: None, tools_changed=lambda: None, person=Nobody(),
+    )  # fmt: skip
+    try:
+        await source.acquire("s", [server], print)
+        result = await source.call(ToolCall("c", "fixture_connect", {"port": tcp_listener}), "s", timeout=30)
+    finally:
+        await source.aclose()
+    if network:
+        assert result.output == "connected"
+    else:
+        assert result.output.startswith("refused:")
+        assert "Permission denied" in result.output or "unreachable" in result.output

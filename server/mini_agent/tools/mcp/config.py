@@ -38,6 +38,10 @@ class StdioMcpServer(Params):
     requires_approval: Approval = True
     start_timeout_sec: float = Field(default=START_TIMEOUT_SEC, gt=0, le=MAX_START_TIMEOUT_SEC)
     first_turn_timeout_sec: float = Field(default=FIRST_TURN_TIMEOUT_SEC, ge=0, le=MAX_START_TIMEOUT_SEC)
+    # The server's sandbox (docs/sandbox.md): the network (most servers need it), and where it may write
+    # beyond the workspace, the temp folder and its usual state (~/.cache, ~/.npm, ~/.local/state).
+    network: bool = True
+    writable: list[str] = Field(default_factory=list)
 
 
 class OAuthSettings(Params):

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mini_agent.plumbing.version import VERSION
-from mini_agent.tools import reaper
+from mini_agent.tools import reaper, sandbox
 from mini_agent.tools.mcp.asking import Asking
 from mini_agent.tools.mcp.config import HttpMcpServer, McpServer
 
@@ -74,8 +74,11 @@ class Connection:
         on_message: MessageHandlerFnT,
         on_exit: Callable[[], object],
         asking: Asking,
+        *,
+        confine: bool = True,
     ) -> None:
         self.config = config
+        self._confine = confine
         self.asking = asking  # whom the server's requests to the person (elicitation, login) are for
         self._root = root
         self._on_message = on_message
@@ -224,7 +227,14 @@ class Connection:
         read_fd, write_fd = os.pipe()
         errlog = os.fdopen(write_fd, "w")
         self._stderr_done = asyncio.create_task(self._read_stderr(read_fd))
-        command = reaper.warden_command([config.command, *config.args])
+        confinement = None
+        if self._confine:
+            # the SDK hands a server no TMPDIR of ours: its temp folder is its entry's, else /tmp
+            temp = next((e.value for e in config.env if e.name == "TMPDIR"), None) or "/tmp"
+            confinement = sandbox.for_server(
+                self._root.resolve(), temp, network=config.network, writable=tuple(config.writable)
+            ).to_json()
+        command = reaper.warden_command([config.command, *config.args], confine=confinement)
         params = StdioServerParameters(
             command=command[0],
             args=command[1:],

@@ -92,8 +92,10 @@ class McpSource:
         report: Report,
         tools_changed: Callable[[], None],
         person: Person,
+        confine: bool = True,
     ) -> None:
         self._root = root
+        self._confine = confine  # stdio servers run confined (their entry's `network`, `writable`)
         self._person = person  # asked for what a server asks of the person (`asking`)
         self._timeout_sec = timeout_sec
         self._max_output = max_output_bytes
@@ -289,7 +291,8 @@ class McpSource:
         def on_exit() -> None:
             self._lose(server, fresh, None)
 
-        fresh = Connection(server.config, self._root, on_message, on_exit, server.asking)
+        confine = self._confine
+        fresh = Connection(server.config, self._root, on_message, on_exit, server.asking, confine=confine)
         listing = await fresh.start()
         server.connection = fresh
         changed, notes = self._absorb(key, server, listing)
