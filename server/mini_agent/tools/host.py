@@ -336,6 +336,8 @@ class ToolHost:
                 worker.loaded[key] = generation
         except HostDied as exc:  # the host could not even start
             return CallResult(f"cannot run {tool_name}: {exc}", True)
+        if confinement is not None and reply.is_error:
+            return sandbox.explained(reply, confinement)
         return reply
 
     async def aclose(self) -> None:

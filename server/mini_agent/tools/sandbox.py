@@ -30,6 +30,7 @@ part: `no-landlock` or `no-userns`.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import platform
@@ -37,6 +38,8 @@ import struct
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from mini_agent.tools.protocol import CallResult
 
 PRETEND_ENV = "MINI_AGENT_SANDBOX_PRETEND"
 SETTING = 'the user-level setting `tools.sandbox = "off"` (or MINI_AGENT_SANDBOX=off in the environment)'
@@ -115,6 +118,25 @@ def for_server(root: Path, temp: str, *, network: bool, writable: tuple[str, ...
     roots = tuple(dict.fromkeys((str(root), os.path.realpath(temp), *state)))
     protected = tuple(str(root / name) for name in PROTECTED)
     return Confinement(roots, protected, network=network, label="mcp-server")
+
+
+# How a refusal of the sandbox reads in a tool's error: the errors the kernel gives a refused write
+# (EACCES, EROFS) or connection (EACCES, ENETUNREACH), and a name that cannot be resolved.
+_REFUSALS = ("Permission denied", "Read-only file system", "Network is unreachable",
+             "Temporary failure in name resolution")  # fmt: skip
+
+
+def explained(result: CallResult, confinement: Confinement) -> CallResult:
+    """A failed call's result, with a note naming the sandbox where its error reads like a refusal of
+    it: the model and the person learn what the tool may touch, and what would let it."""
+    if not any(refusal in result.output for refusal in _REFUSALS):
+        return result
+    note = (
+        f"\nNote: this tool runs in the sandbox ({confinement.words()}); an error above that refuses a "
+        "write or a connection is the sandbox's. A tool that needs the network declares "
+        "open_world=True; writes go to the workspace or the temp folder."
+    )
+    return dataclasses.replace(result, output=result.output + note)
 
 
 def landlock_abi() -> int:

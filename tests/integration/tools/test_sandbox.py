@@ -190,6 +190,7 @@ async def test_a_read_only_tool_cannot_write_even_inside_the_workspace(
 ) -> None:
     refused = await run(host, roots[0], "write", READ_ONLY, path=str(roots[0] / "x.txt"), text="x")
     assert refused.is_error and "Permission denied" in refused.output
+    assert "Note: this tool runs in the sandbox (no writes; no network)" in refused.output  # said why
     assert not (roots[0] / "x.txt").exists()
 
 
