@@ -21,6 +21,7 @@ h.run(function()
     'OK command: ' .. h.python,
     'OK the daemon starts and answers initialize: mini-agent',
     'protocol v1',
+    'OK tool sandbox: on (',
     'OK Python 3.',
     'model: replay',
   })

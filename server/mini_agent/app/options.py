@@ -29,8 +29,7 @@ from mini_agent.core.strict import Params
 from mini_agent.plumbing.redact import hide_secret
 from mini_agent.tools.mcp.config import McpServer
 from mini_agent.tools.registry import ClientToolCaller, ToolRegistry
-
-SANDBOX_ENV = "MINI_AGENT_SANDBOX"  # `off`: the user's own way to run tools unconfined (any door)
+from mini_agent.tools.sandbox import SANDBOX_ENV
 
 
 class _LLMParams(Params):

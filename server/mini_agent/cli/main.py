@@ -317,19 +317,11 @@ def doctor_command(root: Path) -> int:
     """The sandbox's state here: the kernel's parts, the user's setting, what each kind of tool gets."""
     import tempfile
 
-    from mini_agent.app.options import SANDBOX_ENV, ToolHostOptions
     from mini_agent.tools import sandbox
 
-    missing = sandbox.available()
+    state, detail = sandbox.state(turned_off=False)
     print(f"Landlock ABI: {sandbox.landlock_abi() or 'none'}")
-    if not ToolHostOptions().confined and missing is None:
-        print(f"sandbox: off ({SANDBOX_ENV}=off in the environment): tools run unconfined")
-    elif missing is not None:
-        print(f"sandbox: unavailable: {missing}")
-        print("  on Linux a tool call then fails, naming what is missing; elsewhere tools run unconfined,")
-        print("  with approval as the only guard")
-    else:
-        print("sandbox: on (no new privileges; user, mount and network namespaces; Landlock)")
+    print(f"sandbox: {state} ({detail})")
     temp = tempfile.gettempdir()
     for words, read_only, open_world in (("read_only=True", True, False), ("(no declaration)", False, False),
                                          ("open_world=True", False, True)):  # fmt: skip

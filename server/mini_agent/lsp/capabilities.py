@@ -50,11 +50,14 @@ SERVER_NAME = "mini-agent"
 _ENCODINGS = ("utf-8", "utf-16", "utf-32")  # what pygls supports; it takes the client's first of them
 
 
-def agent_capabilities(trusted: dict[str, Any] | None = None) -> dict[str, Any]:
+def agent_capabilities(
+    trusted: dict[str, Any] | None = None, sandboxed: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """`capabilities.experimental.agent` of the initialize answer (a fresh copy each time), with the
-    workspace's `trust` (`trust_capability`) when given."""
+    workspace's `trust` (`trust_capability`) and the tool `sandbox` (`sandbox_capability`) when given."""
     return {
         **({"trust": trusted} if trusted is not None else {}),
+        **({"sandbox": sandboxed} if sandboxed is not None else {}),
         "protocolVersion": PROTOCOL_VERSION,
         "methods": list(METHODS),
         "notifications": ["agent/update", "agent/toolsChanged"],
@@ -85,7 +88,7 @@ def initialize_result(params: Any) -> dict[str, Any] | None:
         "executeCommandProvider": {"commands": []},
         "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True},
                       "fileOperations": {}},
-        "experimental": {"agent": agent_capabilities(trust_capability(params))},
+        "experimental": {"agent": agent_capabilities(trust_capability(params), sandbox_capability(params))},
     }
     return {"capabilities": capabilities, "serverInfo": {"name": SERVER_NAME, "version": VERSION}}
 
@@ -109,6 +112,17 @@ def trust_capability(params: dict[str, Any]) -> dict[str, Any]:
         "needed": status is not None and status.needed,
         "wouldRun": status.would_run if status is not None else [],
     }
+
+
+def sandbox_capability(params: dict[str, Any]) -> dict[str, Any]:
+    """`{state, detail, landlockAbi}`: what this daemon's tool calls get (`tools.sandbox.state`), so
+    an editor's health check and status can show it."""
+    from mini_agent.tools import sandbox
+
+    options = params.get("initializationOptions") or {}
+    tools = options.get("tools") if isinstance(options, dict) else None
+    state, detail = sandbox.state(turned_off=isinstance(tools, dict) and tools.get("sandbox") == "off")
+    return {"state": state, "detail": detail, "landlockAbi": sandbox.landlock_abi()}
 
 
 def _root(params: dict[str, Any]) -> Path:

@@ -47,7 +47,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol, lsp_method
 from pygls.server import JsonRPCServer
 
-from mini_agent.lsp.capabilities import agent_capabilities, differences, trust_capability
+from mini_agent.lsp.capabilities import agent_capabilities, differences, sandbox_capability, trust_capability
 
 PYGLS_MINOR = "2.1"  # the pygls these bends were written and tested for
 
@@ -114,6 +114,8 @@ class CompatProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
-        trusted = trust_capability(plain_json(self, params))
-        result.capabilities.experimental = {"agent": agent_capabilities(trusted)}
+        plain = plain_json(self, params)
+        result.capabilities.experimental = {
+            "agent": agent_capabilities(trust_capability(plain), sandbox_capability(plain))
+        }
         return result

@@ -42,6 +42,7 @@ from pathlib import Path
 from mini_agent.tools.protocol import CallResult
 
 PRETEND_ENV = "MINI_AGENT_SANDBOX_PRETEND"
+SANDBOX_ENV = "MINI_AGENT_SANDBOX"  # `off`: the user's own way to run tools unconfined (any door)
 SETTING = 'the user-level setting `tools.sandbox = "off"` (or MINI_AGENT_SANDBOX=off in the environment)'
 # Inside a writable root, what stays read-only: the repository's history and hooks, our own state,
 # and the secrets a project keeps beside its code.
@@ -157,6 +158,20 @@ def available() -> str | None:
     if os.environ.get(PRETEND_ENV) == "no-userns" or not Path("/proc/self/ns/user").exists():
         return "the kernel does not let this user create user namespaces"
     return None
+
+
+def state(*, turned_off: bool) -> tuple[str, str]:
+    """What tool calls get here, for the doctor and the doors' announcements: `on` (confined), `off`
+    (the user said so: `turned_off`, or SANDBOX_ENV), `unavailable` (Linux lacking a part: calls fail,
+    naming it) or `unconfined` (another system); and the detail in words."""
+    if turned_off or os.environ.get(SANDBOX_ENV, "").lower() == "off":
+        return "off", "turned off by the user: tools run unconfined"
+    missing = available()
+    if missing is None:
+        return "on", "no new privileges; user, mount and network namespaces; Landlock"
+    if sys.platform != "linux":
+        return "unconfined", f"{missing}; approval is the guard"
+    return "unavailable", f"{missing}: a tool call fails, naming it"
 
 
 def apply(confinement: Confinement) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from mini_agent.scripted import ReplayServer
 
+from ...support.raw import RawDaemon
+
 TOOLS = '''
 from pathlib import Path
 from mini_agent import tool
@@ -74,3 +76,15 @@ async def test_the_users_sandbox_off_runs_a_read_only_tool_unconfined(
         client = await daemon_factory(options)
         (peeked,) = await run_calls(client, calls)
     assert not peeked["isError"] and (workspace / "mark.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize(("options", "state"), [({}, "on"), ({"tools": {"sandbox": "off"}}, "off")])
+def test_initialize_announces_what_tool_calls_get(
+    workspace: Path, options: dict[str, Any], state: str
+) -> None:
+    daemon = RawDaemon(workspace)
+    try:
+        agent = daemon.initialize(options)["result"]["capabilities"]["experimental"]["agent"]
+    finally:
+        daemon.close()
+    assert agent["sandbox"]["state"] == state and agent["sandbox"]["landlockAbi"] >= 1

@@ -167,6 +167,16 @@ function M.check()
       vim.tbl_get(result, 'serverInfo', 'version') or '?',
       tostring(agent.protocolVersion or '?')
     ))
+    local sandbox = agent.sandbox
+    if type(sandbox) == 'table' and sandbox.state == 'on' then
+      health.ok(('tool sandbox: on (%s; Landlock ABI %s)'):format(sandbox.detail, tostring(sandbox.landlockAbi)))
+    elseif type(sandbox) == 'table' and sandbox.state == 'unavailable' then
+      health.error('tool sandbox: ' .. sandbox.detail, {
+        'tool calls fail until the kernel offers it; the user-level `tools = { sandbox = "off" }` runs them unconfined',
+      })
+    elseif type(sandbox) == 'table' then
+      health.warn(('tool sandbox: %s (%s)'):format(sandbox.state, sandbox.detail), { 'see docs/sandbox.md' })
+    end
     local trust = agent.trust
     if type(trust) == 'table' and trust.remembered then
       health.ok('the daemon trusts this folder: "Always trust" is remembered in its trust store')
