@@ -157,7 +157,25 @@ def available() -> str | None:
         return "the kernel offers no Landlock (it is off, or older than Linux 5.13)"
     if os.environ.get(PRETEND_ENV) == "no-userns" or not Path("/proc/self/ns/user").exists():
         return "the kernel does not let this user create user namespaces"
+    for switch, off, words in _USERNS_SWITCHES if os.getuid() != 0 else ():  # root is not held by them
+        if _read(switch) == off:
+            return f"user namespaces are turned off for this user ({switch} is {off}: {words})"
     return None
+
+
+# Where distributions turn unprivileged user namespaces off (value meaning off, and whose switch it is).
+_USERNS_SWITCHES = (
+    ("/proc/sys/kernel/unprivileged_userns_clone", "0", "Debian's switch"),
+    ("/proc/sys/user/max_user_namespaces", "0", "no user namespace may be made"),
+    ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1", "AppArmor's, as on Ubuntu 24.04"),
+)
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
 
 
 def state(*, turned_off: bool) -> tuple[str, str]:
