@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "one); a bearer token is required when MINI_AGENT_MCP_TOKEN is set")
     mcp.add_argument("--timeout-sec", type=float, help="per-call time limit (default: 30)")
     mcp.add_argument("--max-output-bytes", type=int, help="output cap per call (default: 65536)")
+    mcp.add_argument("--max-memory-mb", type=int,
+                     help="memory cap of each tool host in MiB (default: 1024; 0: none)")
     mcp.add_argument("--max-sessions", type=_positive,
                      help="--http: live MCP sessions at most; past it a new one gets 503 (default: 256)")
     mcp.add_argument("--session-idle-sec", type=_seconds,
@@ -203,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         bounds = HttpBounds.given(args.max_sessions, args.session_idle_sec, args.header_timeout_sec)
         return serve_mcp(
             root, [*args.tools, *args.files], timeout_sec=args.timeout_sec,
-            max_output_bytes=args.max_output_bytes, http=args.http, http_bounds=bounds,
+            max_output_bytes=args.max_output_bytes, max_memory_mb=args.max_memory_mb, http=args.http,
+            http_bounds=bounds,
         )  # fmt: skip
     if args.command in ("trust", "untrust"):
         return trust_command(args.dir, trusting=args.command == "trust")

@@ -145,11 +145,13 @@ def main(
     *,
     timeout_sec: float | None = None,
     max_output_bytes: int | None = None,
+    max_memory_mb: int | None = None,
     http: str | None = None,
     http_bounds: HttpBounds | None = None,
 ) -> int:
-    """Defaults are the daemon's (`initializationOptions.tools`)."""
-    given = {"timeout_sec": timeout_sec, "max_output_bytes": max_output_bytes}
+    """Defaults are the daemon's (`initializationOptions.tools`), and so is every other tool-host
+    setting (the sandbox: MINI_AGENT_SANDBOX)."""
+    given = {"timeout_sec": timeout_sec, "max_output_bytes": max_output_bytes, "max_memory_mb": max_memory_mb}
     tools = ToolHostOptions.model_validate({k: v for k, v in given.items() if v is not None}, by_name=True)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every request at INFO
