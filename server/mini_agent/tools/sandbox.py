@@ -42,6 +42,11 @@ from pathlib import Path
 from mini_agent.tools.protocol import CallResult
 
 PRETEND_ENV = "MINI_AGENT_SANDBOX_PRETEND"
+# Set in a confined process for what it starts. A sandbox inside the sandbox (`mini-agent mcp` run as a
+# stdio MCP server, whose tool hosts confine themselves) can neither mount nor map a user namespace
+# (/proc is not writable there): it adds Landlock's limits to the outer sandbox's, whose namespaces and
+# read-only binds it inherits. Setting it outside a sandbox only leaves the namespaces out of one's own.
+CONFINED_ENV = "MINI_AGENT_CONFINED"
 SANDBOX_ENV = "MINI_AGENT_SANDBOX"  # `off`: the user's own way to run tools unconfined (any door)
 SETTING = 'the user-level setting `tools.sandbox = "off"` (or MINI_AGENT_SANDBOX=off in the environment)'
 # Inside a writable root, what stays read-only: the repository's history and hooks, our own state,
@@ -201,8 +206,10 @@ def apply(confinement: Confinement) -> None:
     abi = landlock_abi()
     if not _prctl(_PR_SET_NO_NEW_PRIVS, 1):
         raise Unavailable(f"cannot confine tools: PR_SET_NO_NEW_PRIVS failed ({_errno()}); {SETTING}")
-    _namespaces(confinement)
+    if not os.environ.get(CONFINED_ENV):
+        _namespaces(confinement)
     _landlock(confinement, abi)
+    os.environ[CONFINED_ENV] = "1"
 
 
 def _namespaces(confinement: Confinement) -> None:

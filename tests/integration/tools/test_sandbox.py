@@ -48,6 +48,16 @@ def write(path: str, text: str) -> str:
     Path(path).write_text(text)
     return "written"
 
+def nested(folder: str) -> str:
+    """Confine a child again, as `mini-agent mcp` run as an MCP server confines its own tool hosts."""
+    import sys
+    code = ("import sys; from pathlib import Path; from mini_agent.tools import sandbox; "
+            "sandbox.apply(sandbox.for_tool(Path(sys.argv[1]), '/tmp', read_only=True, open_world=False)); "
+            "Path(sys.argv[1], 'inner.txt').write_text('x')")
+    done = subprocess.run([sys.executable, "-c", code, folder], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    return done.stderr.strip().splitlines()[-1] if done.returncode else "confined again, and wrote"
+
 def no_new_privs() -> str:
     own = [l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("NoNewPrivs")]
     child = subprocess.run(["grep", "NoNewPrivs", "/proc/self/status"], capture_output=True, text=True)
@@ -199,6 +209,15 @@ async def test_the_tool_and_what_it_starts_run_with_no_new_privileges(
     host: ToolHost, roots: tuple[Path, Path]
 ) -> None:
     assert (await run(host, roots[0], "no_new_privs", CONFINED)).output == "1 1"
+
+
+@pytest.mark.asyncio
+async def test_a_sandbox_inside_the_sandbox_confines_further(
+    host: ToolHost, roots: tuple[Path, Path]
+) -> None:
+    said = (await run(host, roots[0], "nested", CONFINED, folder=str(roots[0]))).output
+    assert "PermissionError" in said and "Permission denied" in said  # the inner read-only one held
+    assert not (roots[0] / "inner.txt").exists()
 
 
 @pytest.mark.asyncio
