@@ -95,6 +95,16 @@ async def run(
     )
 
 
+async def refused_then_reached(
+    host: ToolHost, root: Path, function: str, refusal: tuple[str, ...], answer: str, **arguments: object
+) -> None:
+    """Confined, the call fails with one of the `refusal` words; as an open_world tool it gives `answer`."""
+    refused = await run(host, root, function, CONFINED, **arguments)
+    assert refused.is_error and any(word in refused.output for word in refusal), refused.output
+    reached = await run(host, root, function, OPEN_WORLD, **arguments)
+    assert (reached.is_error, reached.output) == (False, answer)
+
+
 @pytest_asyncio.fixture
 async def tcp_listener() -> AsyncIterator[int]:
     async def greet(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -127,20 +137,15 @@ def udp_echo() -> Iterator[int]:
 async def test_a_tool_without_open_world_cannot_connect_over_tcp_and_an_open_world_one_can(
     host: ToolHost, roots: tuple[Path, Path], tcp_listener: int
 ) -> None:
-    refused = await run(host, roots[0], "tcp", CONFINED, port=tcp_listener)
-    assert refused.is_error and ("Permission denied" in refused.output or "unreachable" in refused.output)
-    reached = await run(host, roots[0], "tcp", OPEN_WORLD, port=tcp_listener)
-    assert (reached.is_error, reached.output) == (False, "hello")
+    refusal = ("Permission denied", "unreachable")
+    await refused_then_reached(host, roots[0], "tcp", refusal, "hello", port=tcp_listener)
 
 
 @pytest.mark.asyncio
 async def test_a_tool_without_open_world_cannot_send_udp(
     host: ToolHost, roots: tuple[Path, Path], udp_echo: int
 ) -> None:
-    refused = await run(host, roots[0], "udp", CONFINED, port=udp_echo)
-    assert refused.is_error and "unreachable" in refused.output
-    reached = await run(host, roots[0], "udp", OPEN_WORLD, port=udp_echo)
-    assert (reached.is_error, reached.output) == (False, "pong")
+    await refused_then_reached(host, roots[0], "udp", ("unreachable",), "pong", port=udp_echo)
 
 
 @pytest.mark.asyncio
@@ -157,10 +162,7 @@ async def test_a_tool_without_open_world_cannot_resolve_a_name(
 async def test_bash_dev_tcp_is_refused_without_open_world(
     host: ToolHost, roots: tuple[Path, Path], tcp_listener: int
 ) -> None:
-    refused = await run(host, roots[0], "bash_tcp", CONFINED, port=tcp_listener)
-    assert refused.is_error and "/dev/tcp" in refused.output
-    reached = await run(host, roots[0], "bash_tcp", OPEN_WORLD, port=tcp_listener)
-    assert (reached.is_error, reached.output) == (False, "hello")
+    await refused_then_reached(host, roots[0], "bash_tcp", ("/dev/tcp",), "hello", port=tcp_listener)
 
 
 @pytest.mark.asyncio
