@@ -47,6 +47,7 @@ EXPECTED = {
     "tools": r'"name": "count_file_lines"',
     "sessions": r"sess_[0-9a-f]+",
     "models": r"(?m)^\* \S+",  # the current model, marked
+    "doctor": r"(?m)^sandbox: (on|off|unavailable|unconfined) ",
     "python": r"schema\.py has \d+ lines",
 }
 # A client program runs as written, with top-level `async with` / `await` allowed (as in
