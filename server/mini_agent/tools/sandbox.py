@@ -206,9 +206,12 @@ def apply(confinement: Confinement) -> None:
     abi = landlock_abi()
     if not _prctl(_PR_SET_NO_NEW_PRIVS, 1):
         raise Unavailable(f"cannot confine tools: PR_SET_NO_NEW_PRIVS failed ({_errno()}); {SETTING}")
-    if not os.environ.get(CONFINED_ENV):
-        _namespaces(confinement)
-    _landlock(confinement, abi)
+    try:
+        if not os.environ.get(CONFINED_ENV):
+            _namespaces(confinement)
+        _landlock(confinement, abi)
+    except OSError as exc:  # a /proc file the namespace needs, a root that cannot be opened
+        raise Unavailable(f"cannot confine tools: {exc}; {SETTING}") from exc
     os.environ[CONFINED_ENV] = "1"
 
 
