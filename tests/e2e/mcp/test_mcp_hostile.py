@@ -127,6 +127,7 @@ async def test_a_server_and_its_setsid_grandchild_end_with_the_daemon(
     pids = [int(pid) for pid in pids_file.read_text().split()]
     assert names == {"hostile_ok"} and len(pids) == 3 and not any(process_gone(pid) for pid in pids)
     client.lsp._server.send_signal(signal.SIGKILL)  # no shutdown: the daemon just dies
+    await client.lsp._server.wait()  # reaped here, so the fixture's teardown sees it gone
     await wait_for(lambda: all(process_gone(pid) for pid in pids))
 
 
