@@ -19,7 +19,10 @@ from mini_agent.tools.mcp import sdk_compat
 from mini_agent.tools.mcp import stdio as framing
 from mini_agent.tools.mcp.tokens import FileTokenStorage
 
-sdk_parse = stdio._parse_line  # the SDK's own, whichever test installs the hooks first
+
+def sdk_parse(line: str) -> object:
+    """The SDK's own line parser, whether or not an earlier test (in this process) installed the hooks."""
+    return sdk_compat.sdk_own("_parse_line")(line)
 
 
 def test_the_installed_sdk_is_the_minor_the_bends_were_written_for() -> None:
@@ -40,7 +43,7 @@ def test_the_sdk_still_has_the_hooks_the_transport_bends() -> None:
 def test_bend_1_stdio_client_spawns_through_the_module_global_the_hooks_wrap() -> None:
     source = inspect.getsource(stdio.stdio_client)
     assert "await _create_platform_compatible_process(" in source
-    parameters = inspect.signature(stdio._create_platform_compatible_process).parameters
+    parameters = inspect.signature(sdk_compat.sdk_own("_create_platform_compatible_process")).parameters
     assert list(parameters)[:2] == ["command", "args"]
 
 
@@ -57,6 +60,7 @@ def test_bends_1_and_2_once_installed_are_ours_wrapping_the_sdks_own() -> None:
     framing.install()  # idempotent: the SDK's function is wrapped once, not twice
     assert stdio._create_platform_compatible_process.__name__ == "create_framed"
     assert stdio._parse_line.__name__ == "parse_deep"
+    assert sdk_compat.sdk_own("_parse_line").__name__ == "_parse_line"  # still the SDK's, kept
     deep = '{"jsonrpc": "2.0", "id": 1, "result": {"v": ' + "[" * 300 + "]" * 300 + "}}"
     assert isinstance(stdio._parse_line(deep), SessionMessage)
 

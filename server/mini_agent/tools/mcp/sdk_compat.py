@@ -44,18 +44,23 @@ MCP_MINOR = "2.3"  # the SDK these bends were written and tested for
 
 Wrap = Callable[[Callable[..., Any]], Callable[..., Any]]
 
-_installed = False
+_HOOKED = ("_create_platform_compatible_process", "_parse_line")
+_sdk_own: dict[str, Callable[..., Any]] = {}  # the SDK's functions, once wrapped
 
 
 def install_stdio_hooks(spawn: Wrap, parse: Wrap) -> None:
     """Wrap the SDK's process creation (bend 1) and line parsing (bend 2), once for the process: each
     wrapper is given the SDK's own function."""
-    global _installed
-    if _installed:
+    if _sdk_own:
         return
-    stdio._create_platform_compatible_process = spawn(stdio._create_platform_compatible_process)
-    stdio._parse_line = parse(stdio._parse_line)
-    _installed = True
+    _sdk_own.update({name: getattr(stdio, name) for name in _HOOKED})
+    stdio._create_platform_compatible_process = spawn(_sdk_own["_create_platform_compatible_process"])
+    stdio._parse_line = parse(_sdk_own["_parse_line"])
+
+
+def sdk_own(name: str) -> Callable[..., Any]:
+    """The SDK's own function behind a hook (bends 1 and 2), whether or not it is wrapped yet."""
+    return _sdk_own.get(name) or getattr(stdio, name)
 
 
 def asyncio_process(process: object) -> object | None:
