@@ -8,7 +8,6 @@ one declaration of the model settings, which the workspace file's `llm` table is
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -27,9 +26,9 @@ from mini_agent.core.contracts import (
 )
 from mini_agent.core.strict import Params
 from mini_agent.plumbing.redact import hide_secret
+from mini_agent.tools import sandbox
 from mini_agent.tools.mcp.config import McpServer
 from mini_agent.tools.registry import ClientToolCaller, ToolRegistry
-from mini_agent.tools.sandbox import SANDBOX_ENV
 
 
 class _LLMParams(Params):
@@ -91,8 +90,7 @@ class ToolHostOptions(Params):
     def confined(self) -> bool:
         """Whether tool hosts run confined: on Linux, unless the user said `sandbox = "off"` here or
         MINI_AGENT_SANDBOX=off in the environment. Elsewhere tools run unconfined (`sandbox.available`)."""
-        wanted = self.sandbox == "on" and os.environ.get(SANDBOX_ENV, "on").lower() != "off"
-        return wanted and sys.platform == "linux"
+        return sandbox.wanted(turned_off=self.sandbox == "off") and sys.platform == "linux"
 
     def registry(
         self,

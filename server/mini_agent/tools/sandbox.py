@@ -183,11 +183,16 @@ def _read(path: str) -> str | None:
         return None
 
 
+def wanted(*, turned_off: bool) -> bool:
+    """Whether the user wants tools confined: not `turned_off` in the settings, nor SANDBOX_ENV=off."""
+    return not turned_off and os.environ.get(SANDBOX_ENV, "").lower() != "off"
+
+
 def state(*, turned_off: bool) -> tuple[str, str]:
     """What tool calls get here, for the doctor and the doors' announcements: `on` (confined), `off`
     (the user said so: `turned_off`, or SANDBOX_ENV), `unavailable` (Linux lacking a part: calls fail,
     naming it) or `unconfined` (another system); and the detail in words."""
-    if turned_off or os.environ.get(SANDBOX_ENV, "").lower() == "off":
+    if not wanted(turned_off=turned_off):
         return "off", "turned off by the user: tools run unconfined"
     missing = available()
     if missing is None:
