@@ -284,6 +284,9 @@ class Harness:
     `last_step`: before the step budget's last model turn the model is told it is the last and must
     answer; json mode's grammar then offers only the final answer, native sends `tool_choice: "none"`
     (`windup`).
+    `known_results`: a call identical to one whose result the model already has in this turn, with no
+    call since that may change it, is not run again: the model is shown that result and told to use it
+    (`loops.known_result`).
     """
 
     text_calls: bool = True
@@ -291,6 +294,7 @@ class Harness:
     final_check: bool = True
     repair_hints: bool = True
     last_step: bool = True
+    known_results: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,20 @@
-"""Loop detection as a pure function: how often in a row the model has asked for the same call."""
+"""Loop detection as pure functions: how often in a row the model has asked for the same call, and
+whether a call asks again for a result the model already has."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from mini_agent.core.contracts import ToolCall
+from mini_agent.core.contracts import Observation, ToolCall, ToolSpec
+from mini_agent.core.session import StepRecord
+
+KNOWN_NOTE = (
+    "Not run again: {name} was called with exactly these arguments earlier in this task, and nothing "
+    "since can have changed its result. It returned: {output}\nUse that result: call another tool or "
+    "other arguments, or {finish}."
+)
+_KNOWN_LIMIT = 300  # characters of the earlier result shown again
 
 
 def canonical(call: ToolCall) -> str:
@@ -29,3 +38,61 @@ def streaks(earlier: Sequence[Sequence[ToolCall]], calls: Sequence[ToolCall]) ->
             streak += same
         out.append(streak)
     return out
+
+
+def known_result(
+    earlier: Sequence[StepRecord],
+    before: Sequence[ToolCall],
+    call: ToolCall,
+    changes_state: Callable[[str], bool],
+) -> Observation | None:
+    """`llm.harness.knownResults`: the successful result of an identical call made earlier in this
+    turn (`earlier`, its steps oldest first), when no call since may have changed what it returns; None
+    when the call is new, or may answer otherwise now. `before` are the calls ahead of `call` in its own
+    step; `changes_state(name)` says whether a tool may change what others return (it needs approval, or
+    is declared not read-only or destructive). A call to such a tool that succeeded already is known too:
+    doing it again would do it twice. Pure."""
+    key = canonical(call)
+    if any(changes_state(other.name) for other in before):
+        return None
+    for step in reversed(earlier):
+        results = {obs.call_id: obs for obs in step.observations}
+        for other in reversed(step.tool_calls):
+            found = results.get(other.id)
+            if canonical(other) == key and found is not None and not found.is_error:
+                return found
+            if changes_state(other.name):
+                return None
+    return None
+
+
+def known_notes(
+    earlier: Sequence[StepRecord], record: StepRecord, tools: Callable[[str], ToolSpec | None], finish: str
+) -> list[Observation]:
+    """`llm.harness.knownResults`: for each call of `record` (the step just asked for, `earlier` the
+    turn's steps before it) identical to one whose result the model already has (`known_result`), the
+    error observation that stands for its run: the earlier result, and to use it. A call already
+    answered, to a tool the daemon does not have, or to one declared open-world is left to run."""
+    answered = {obs.call_id for obs in record.observations}
+
+    def changes_state(name: str) -> bool:
+        spec = tools(name)
+        return spec is None or spec.requires_approval or _declares_writes(spec)
+
+    notes: list[Observation] = []
+    for position, call in enumerate(record.tool_calls):
+        spec = tools(call.name)
+        if call.id in answered or spec is None or dict(spec.hints).get("openWorldHint"):
+            continue
+        found = known_result(earlier, record.tool_calls[:position], call, changes_state)
+        if found is not None:
+            output = found.output[:_KNOWN_LIMIT] + (" …" if len(found.output) > _KNOWN_LIMIT else "")
+            text = KNOWN_NOTE.format(name=call.name, output=output, finish=finish)
+            notes.append(Observation(call.id, call.name, text, is_error=True))
+    return notes
+
+
+def _declares_writes(spec: ToolSpec) -> bool:
+    """Whether a tool's server declares it may change state (not read-only, or destructive)."""
+    hints = dict(spec.hints)
+    return hints.get("readOnlyHint") is False or bool(hints.get("destructiveHint"))

@@ -44,7 +44,7 @@ from mini_agent.core.events import (
     UsageReported,
 )
 from mini_agent.core.flight import Flight, StepCancelled
-from mini_agent.core.loops import streaks
+from mini_agent.core.loops import known_notes, streaks
 from mini_agent.core.ports import LLMClient, ToolExecutor, WindowProbe
 from mini_agent.core.session import AgentSession, StepRecord
 from mini_agent.core.trajectory import answered
@@ -268,7 +268,9 @@ class Stepper:
         self._emit(StatusChanged(session.session_id, record.index, session.status, message=windup.STATUS))
 
     def _check_loops(self, session: AgentSession, record: StepRecord) -> None:
-        """The same call N times in a row gets one note instead of a run; once more ends the session."""
+        """The same call N times in a row gets one note instead of a run; once more ends the session. A
+        call whose result the model already has gets that result in a note instead of a run
+        (`llm.harness.knownResults`)."""
         earlier = [step.tool_calls for step in session.steps[session.turn_start : -1]]
         threshold = session.config.loop_threshold
         for call, streak in zip(record.tool_calls, streaks(earlier, record.tool_calls), strict=True):
@@ -278,6 +280,11 @@ class Stepper:
                 finish = self._formats(record.tool_mode).finish
                 text = LOOP_NOTE.format(name=call.name, count=streak, finish=finish)
                 self._observe(session, record, note(call, text))
+        if session.config.llm.harness.known_results and record.stop_reason is None:
+            finish = self._formats(record.tool_mode).finish
+            turn = session.steps[session.turn_start : -1]
+            for observation in known_notes(turn, record, self._tools.get, finish):
+                self._observe(session, record, observation)
 
     async def _resolve_calls(
         self, session: AgentSession, record: StepRecord, flight: Flight, wait: bool

@@ -64,7 +64,8 @@ async def test_same_call_three_times_gets_a_note_and_a_fourth_stops() -> None:
     same = [action(call("echo", n, text="x")) for n in range(4)]
     tools = Tools(ECHO)
     runtime, _ = build(ScriptedModel(*same), tools)
-    summary = await runtime.run(runtime.start_session("loop").session_id)
+    llm = dataclasses.replace(LLMConfig(), harness=Harness(known_results=False))  # the detector alone
+    summary = await runtime.run(runtime.start_session("loop", llm=llm).session_id)
     assert summary.stop_reason is StopReason.LOOP_DETECTED
     assert len(tools.ran) == 2
     third = summary.session.steps[2].observations[0]

@@ -1,0 +1,101 @@
+"""`llm.harness.knownResults`: a call whose result the model already has in this turn is not run again.
+
+Through the runtime's ports with the in-test fakes: what ran, and what the model was shown instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from mini_agent.core.contracts import Harness, LLMConfig, StopReason, ToolSpec
+from mini_agent.core.runtime import AgentRuntime
+from mini_agent.core.session import Decision
+
+from ...support.fakes import ECHO, RISKY, Approver, ScriptedModel, Tools, action, answer, call
+
+WEATHER = ToolSpec(
+    "weather", "Today's weather.", {"type": "object", "properties": {}}, hints=(("openWorldHint", True),)
+)
+SAVE = ToolSpec("save", "Save.", {"type": "object", "properties": {}}, hints=(("readOnlyHint", False),))
+
+
+def runtime_for(
+    model: ScriptedModel, tools: Tools, *, known_results: bool = True
+) -> tuple[AgentRuntime, LLMConfig]:
+    llm = dataclasses.replace(LLMConfig(), harness=Harness(known_results=known_results))
+    return AgentRuntime(model, tools, approver=Approver((Decision.ALLOW_ONCE, None))), llm
+
+
+@pytest.mark.asyncio
+async def test_a_call_asked_again_after_another_is_not_run_and_the_model_is_shown_its_result() -> None:
+    model = ScriptedModel(
+        action(call("echo", 0, text="x")), action(call("echo", 1, text="y")),
+        action(call("echo", 2, text="x")), answer("x and y"),
+    )  # fmt: skip
+    tools = Tools(ECHO)
+    runtime, llm = runtime_for(model, tools)
+    summary = await runtime.run(runtime.start_session("echo x and y", llm=llm).session_id)
+    assert summary.stop_reason is StopReason.END_TURN
+    assert [c.arguments for c in tools.ran] == [{"text": "x"}, {"text": "y"}]
+    shown = summary.session.steps[2].observations[0]
+    assert shown.is_error and shown.output.startswith("Not run again: echo was called with exactly these")
+    assert 'It returned: {"text": "x"}' in shown.output and "give your Final Answer" in shown.output
+
+
+@pytest.mark.asyncio
+async def test_the_switch_off_runs_the_call_again() -> None:
+    model = ScriptedModel(action(call("echo", 0, text="x")), action(call("echo", 1, text="x")), answer("x"))
+    tools = Tools(ECHO)
+    runtime, llm = runtime_for(model, tools, known_results=False)
+    await runtime.run(runtime.start_session("echo x", llm=llm).session_id)
+    assert len(tools.ran) == 2
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("between", [RISKY, SAVE], ids=["needs approval", "declared not read-only"])
+async def test_a_call_after_one_that_may_change_state_runs_again(between: ToolSpec) -> None:
+    model = ScriptedModel(
+        action(call("echo", 0, text="x")), action(call(between.name, 1)),
+        action(call("echo", 2, text="x")), answer("x"),
+    )  # fmt: skip
+    tools = Tools(ECHO, between)
+    runtime, llm = runtime_for(model, tools)
+    await runtime.run(runtime.start_session("echo, change, echo", llm=llm).session_id)
+    assert [c.name for c in tools.ran] == ["echo", between.name, "echo"]
+
+
+@pytest.mark.asyncio
+async def test_a_change_that_succeeded_is_not_made_twice_and_asks_no_second_approval() -> None:
+    model = ScriptedModel(action(call("wipe", 0)), action(call("wipe", 1)), answer("wiped"))
+    tools = Tools(RISKY)
+    approver = Approver((Decision.ALLOW_ONCE, None))
+    runtime = AgentRuntime(model, tools, approver=approver)
+    summary = await runtime.run(runtime.start_session("wipe it").session_id)
+    assert [c.name for c in tools.ran] == ["wipe"] and approver.asked == ["wipe"]
+    assert summary.session.steps[1].observations[0].output.startswith("Not run again: wipe")
+
+
+@pytest.mark.asyncio
+async def test_an_open_world_tool_and_a_tool_the_daemon_lacks_always_run_again() -> None:
+    model = ScriptedModel(
+        action(call("weather", 0)), action(call("weather", 1)),
+        action(call("missing", 2)), action(call("missing", 3)), answer("sunny"),
+    )  # fmt: skip
+    tools = Tools(WEATHER)
+    runtime, llm = runtime_for(model, tools)
+    await runtime.run(runtime.start_session("weather", llm=llm).session_id)
+    assert [c.name for c in tools.ran] == ["weather", "weather", "missing", "missing"]  # no such tool here
+
+
+@pytest.mark.asyncio
+async def test_a_new_user_turn_starts_with_nothing_known() -> None:
+    first, again = action(call("echo", 0, text="x")), action(call("echo", 1, text="x"))
+    model = ScriptedModel(first, answer("x"), again, answer("x"))
+    tools = Tools(ECHO)
+    runtime, llm = runtime_for(model, tools)
+    session = runtime.start_session("echo x", llm=llm)
+    await runtime.run(session.session_id)
+    runtime.prompt(session.session_id, "again, please")
+    await runtime.run(session.session_id)
+    assert len(tools.ran) == 2
