@@ -1,9 +1,9 @@
 """`mini-agent acp`: the Agent Client Protocol (v1) front door, NDJSON on stdio.
 
 The official SDK (`acp`) routes and validates the methods; this package adds what it leaves out:
-answers to lines that are not JSON-RPC (`transport.py`), `session/delete`, readable error messages
-(ACP clients show the message and throw stderr away), and a clean exit on SIGTERM, which is how
-editors end an agent.
+answers to lines that are not JSON-RPC (`transport.py`), `session/delete`, `$/cancel_request`
+(`requests.py`), readable error messages (ACP clients show the message and throw stderr away), and a
+clean exit on SIGTERM, which is how editors end an agent.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from acp.schema import DeleteSessionRequest
 from pydantic import ValidationError
 
 from mini_agent.acp.agent import MiniAgent
+from mini_agent.acp.requests import CANCEL_REQUEST, InFlight
 from mini_agent.acp.transport import LineTransport
 from mini_agent.core.errors import AgentError, error_data
 from mini_agent.core.strict import invalid
@@ -37,15 +38,22 @@ Handler = Callable[[str, Any, bool], Awaitable[Any]]
 
 
 def handler_for(agent: MiniAgent) -> Handler:
-    """The SDK's router, plus session/delete, with every refusal as a JSON-RPC error in words."""
+    """The SDK's router, plus session/delete and $/cancel_request, with every refusal as a JSON-RPC
+    error in words."""
     # the router routes the methods the agent has (the rest answer method-not-found); session/resume
     # counts as "unstable" in this SDK release
     router = build_agent_router(cast(Agent, agent), use_unstable_protocol=True)
     router.route_request("session/delete", DeleteSessionRequest, agent, "delete_session")
+    in_flight = InFlight(agent.cancel)
 
     async def handle(method: str, params: Any, is_notification: bool) -> Any:
+        if method == CANCEL_REQUEST and is_notification:
+            return await in_flight.cancel(params)
         try:
-            return await router(method, params, is_notification)
+            if is_notification:
+                return await router(method, params, is_notification)
+            with in_flight.handling(method, params):
+                return await router(method, params, is_notification)
         except ValidationError as exc:
             raise _request_error(invalid(method, exc)) from None
         except AgentError as exc:

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,7 @@ from acp.schema import (
     CloseSessionResponse,
     DeleteSessionResponse,
     FileSystemCapabilities,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -37,16 +37,18 @@ from acp.schema import (
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionInfoUpdate,
     SessionListCapabilities,
-    SessionModeState,
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
 
+from mini_agent.acp import chat as chat_config
 from mini_agent.acp import checks, editor_fs, slash, updates
+from mini_agent.acp.chat import Chat
 from mini_agent.acp.transport import LineTransport
 from mini_agent.acp.trust_prompt import TrustPrompt
 from mini_agent.app import commands
@@ -67,28 +69,10 @@ log = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
 PAGE = 50
-SHOWN_MODELS = 20  # of the choices, in the error message refusing a model
 STOP_NOTES = {
     StopReason.MAX_TURN_REQUESTS: "Stopped: this prompt used up its step budget ({max_steps} model turns).",
     StopReason.LOOP_DETECTED: "Stopped: the model repeated the same tool call with the same arguments.",
 }
-
-
-@dataclass(slots=True)
-class Chat:
-    """An ACP session: its workspace and client, whether its task is known yet, and its prompt queue."""
-
-    session_id: str
-    workspace: Workspace
-    client: AcpClient
-    started: bool
-    mcp_servers: list[McpServer]  # the client's, for this session (with the workspace's, for every one)
-    turn: asyncio.Lock = field(default_factory=asyncio.Lock)
-    cancels: int = 0  # bumped by session/cancel: a prompt queued before it answers `cancelled`
-    beginning: asyncio.Future[None] | None = None  # the prompt's start (its MCP servers), while it runs
-    warned: bool = False  # told that its sessions will not be saved, when the store could not be opened
-    model: str | None = None  # chosen before the first prompt starts the session: it starts with them
-    mode: PermissionMode | None = None
 
 
 class MiniAgent:
@@ -99,6 +83,7 @@ class MiniAgent:
         self._trusted = trusted
         self._env = dict(os.environ if env is None else env)
         self._workspaces: dict[Path, tuple[Workspace, AcpClient]] = {}
+        self._opening: dict[Path, asyncio.Future[tuple[Workspace, AcpClient]]] = {}
         self._chats: dict[str, Chat] = {}
         self.connection: Connection | None = None
         self._fs: FileSystemCapabilities | None = None  # what the client said it can do, at initialize
@@ -126,6 +111,7 @@ class MiniAgent:
             session_capabilities=SessionCapabilities(
                 list=SessionListCapabilities(),
                 resume=SessionResumeCapabilities(),
+                fork=SessionForkCapabilities(),
                 delete=SessionDeleteCapabilities(),
                 close=SessionCloseCapabilities(),
             ),
@@ -151,7 +137,7 @@ class MiniAgent:
     ) -> NewSessionResponse:
         pair = await self._workspace(cwd)
         chat = self._adopt(new_session_id(), pair, started=False, mcp_servers=mcp_servers)
-        options, modes = await self._config(chat)
+        options, modes = await chat_config.options(chat)
         # after the answer, which tells the client the session's id
         asyncio.get_running_loop().call_soon(self._announce, chat)
         return NewSessionResponse(session_id=chat.session_id, config_options=options, modes=modes)
@@ -164,7 +150,7 @@ class MiniAgent:
         events = workspace.sessions.replay(session_id, task=True)  # an unknown session stops here
         chat = self._adopt(session_id, (workspace, client), started=True, mcp_servers=mcp_servers)
         self._warn(chat)
-        options, modes = await self._config(chat)
+        options, modes = await chat_config.options(chat)
         for update in updates.history(events, client.kind_of, client.models):
             client.post(session_id, update)
         self._announce(chat)
@@ -176,9 +162,22 @@ class MiniAgent:
         pair = await self._workspace(cwd)
         pair[0].sessions.resume(session_id)
         chat = self._adopt(session_id, pair, started=True, mcp_servers=mcp_servers)
-        options, modes = await self._config(chat)
+        options, modes = await chat_config.options(chat)
         self._announce(chat)
         return ResumeSessionResponse(config_options=options, modes=modes)
+
+    async def fork_session(
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ForkSessionResponse:
+        """A new session with the whole ended history of `session_id` (a copy in the store, not a
+        replay), followed by this connection like one it made; the source goes on untouched."""
+        pair = await self._workspace(cwd)
+        servers = _mcp_servers(mcp_servers) if mcp_servers is not None else None
+        forked = pair[0].sessions.fork(session_id, mcp_servers=servers)
+        chat = self._adopt(forked.session_id, pair, started=True, mcp_servers=mcp_servers)
+        options, modes = await chat_config.options(chat)
+        self._announce(chat)
+        return ForkSessionResponse(session_id=forked.session_id, config_options=options, modes=modes)
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
@@ -237,60 +236,22 @@ class MiniAgent:
             raise AgentError(f"configId {config_id!r} takes a value from its options, not {value!r}",
                              config_id=checks.quoted(config_id))
         if config_id == updates.MODEL_OPTION:
-            await self._configure(chat, model=await self._model(chat, value))
+            await chat_config.configure(chat, model=await chat_config.model_choice(chat, value))
         elif config_id == updates.MODE_OPTION:
-            await self._configure(chat, mode=checks.mode(value, "value"))
+            await chat_config.configure(chat, mode=checks.mode(value, "value"))
         else:
             raise AgentError(
                 f"unknown configId {checks.quoted(config_id)}: this agent has {updates.MODEL_OPTION!r} and "
                 f"{updates.MODE_OPTION!r}",
                 config_id=checks.quoted(config_id),
             )
-        options, _modes = await self._config(chat)
+        options, _modes = await chat_config.options(chat)
         return SetSessionConfigOptionResponse(config_options=options)
 
     async def set_session_mode(self, mode_id: str, session_id: str, **_: Any) -> SetSessionModeResponse:
         """The legacy session modes: the same permission mode as the `mode` config option."""
-        await self._configure(self._chat(session_id), mode=checks.mode(mode_id, "modeId"))
+        await chat_config.configure(self._chat(session_id), mode=checks.mode(mode_id, "modeId"))
         return SetSessionModeResponse()
-
-    async def _configure(
-        self, chat: Chat, *, model: str | None = None, mode: PermissionMode | None = None
-    ) -> None:
-        """A started session changes from its next model turn (and says so in updates of its own
-        kinds); one not started yet starts with the choice."""
-        chat.workspace.check_mode(mode)
-        if chat.started:
-            chat.workspace.configure_session(chat.session_id, model=model, permission_mode=mode)
-            return
-        chat.model, chat.mode = model or chat.model, mode or chat.mode
-
-    async def _model(self, chat: Chat, value: str) -> str:
-        """`value` when it is a model to offer: one the server lists, or the session's own; never a
-        name holding control or bidi characters."""
-        checks.model_name(value, "value")
-        choices = await chat.workspace.list_models()
-        current, _mode_now = self._current(chat)
-        if value == current or value in choices.models:
-            return value
-        offered = ", ".join(repr(m) for m in choices.models[:SHOWN_MODELS])
-        raise AgentError(f"model {checks.quoted(value)} is not one to choose: the choices are {offered}",
-                         value=checks.quoted(value))
-
-    def _current(self, chat: Chat) -> tuple[str, PermissionMode]:
-        """The session's model and permission mode (the chosen or the default ones before it starts)."""
-        if chat.started:
-            config = chat.workspace.sessions.get(chat.session_id).config
-            return config.llm.model, config.permission_mode
-        defaults = chat.workspace.sessions.defaults
-        return chat.model or defaults.llm.model, chat.mode or defaults.permission_mode
-
-    async def _config(self, chat: Chat) -> tuple[list[updates.ConfigOption], SessionModeState]:
-        """The session's `configOptions` and legacy `modes`; the model server is asked once."""
-        choices = await chat.workspace.list_models()
-        model, mode = self._current(chat)
-        options = updates.config_options(model, choices.models, mode, choices.message)
-        return options, updates.mode_state(mode)
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -349,14 +310,15 @@ class MiniAgent:
         """A slash command (`slash.run`): its words an agent message, no model turn."""
 
         async def configure(model: str | None, mode: PermissionMode | None) -> None:
-            await self._configure(chat, model=await self._model(chat, model) if model else None, mode=mode)
+            chosen = await chat_config.model_choice(chat, model) if model else None
+            await chat_config.configure(chat, model=chosen, mode=mode)
 
         session_id = chat.session_id
         async def trust() -> list[str] | None:  # asked first: trusted only on an allow
             return await self._trust.by_command(session_id, chat.workspace)
 
         said = await slash.run(chat.workspace, session_id if chat.started else None, text, configure,
-                               lambda: self._current(chat), trust)
+                               lambda: chat_config.current(chat), trust)
         chat.client.post(session_id, helpers.update_agent_message_text(said))
         return PromptResponse(stop_reason="end_turn")
 
@@ -429,24 +391,32 @@ class MiniAgent:
         return follows
 
     async def _workspace(self, cwd: str) -> tuple[Workspace, AcpClient]:
+        """The workspace of `cwd`, opened once: requests that ask for it meanwhile wait for the same
+        opening, and a request cancelled meanwhile (`$/cancel_request`) leaves it to finish."""
         root = checks.root(cwd)
         pair = self._workspaces.get(root)
-        if pair is None:
-            from mini_agent.acp.client import AcpClient  # the adapters load with the first workspace
-            from mini_agent.app.workspace import Workspace
+        if pair is not None:
+            return pair
+        opening = self._opening.get(root)
+        if opening is None:
+            opening = self._opening[root] = asyncio.ensure_future(self._open(root))
+            opening.add_done_callback(lambda _: self._opening.pop(root, None))
+        return await asyncio.shield(opening)
 
-            request = {"workspaceTrusted": True} if self._trusted else {}  # {}: the trust store decides
-            options, config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
-            if (pair := self._workspaces.get(root)) is not None:  # another request built it meanwhile
-                return pair
-            client = AcpClient(root, self._transport, self._conn, self._follows(root), self._capabilities)
-            workspace = client.workspace = Workspace(root, options, client, config=config)
-            pair = self._workspaces[root] = (workspace, client)
-            editor_fs.register(workspace.registry, self._fs)
-            for problem in await workspace.restore_tools():
-                log.warning("could not restore a tool registration: %s", problem)
-            if held := workspace.held_back_note():
-                log.warning("%s", held)
+    async def _open(self, root: Path) -> tuple[Workspace, AcpClient]:
+        from mini_agent.acp.client import AcpClient  # the adapters load with the first workspace
+        from mini_agent.app.workspace import Workspace
+
+        request = {"workspaceTrusted": True} if self._trusted else {}  # {}: the trust store decides
+        options, config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
+        client = AcpClient(root, self._transport, self._conn, self._follows(root), self._capabilities)
+        workspace = client.workspace = Workspace(root, options, client, config=config)
+        editor_fs.register(workspace.registry, self._fs)
+        for problem in await workspace.restore_tools():
+            log.warning("could not restore a tool registration: %s", problem)
+        if held := workspace.held_back_note():
+            log.warning("%s", held)
+        pair = self._workspaces[root] = (workspace, client)  # with its tools: no request sees it sooner
         return pair
 
 

@@ -6,7 +6,9 @@ answered, or the sender never learns why nothing happened: each line is read wit
 2.0 message, a request with `"id": null` included: -32600; params that are not an object: -32602;
 nested deeper than `jsonrpc.MAX_DEPTH`: -32600, or -32602 naming the field inside params).
 Writes keep call order, so every `session/update` the agent posts reaches the client before the
-response that follows it.
+response that follows it. Each request's id is set in `REQUEST_ID` as the line is read: the SDK's
+connection starts the request's handler task right after, and the task copies the context it starts
+in, so the handler can tell which request it serves (`requests.InFlight`, for `$/cancel_request`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from contextvars import ContextVar
 from typing import Any
 
 from mini_agent.plumbing import jsonrpc
@@ -21,6 +24,7 @@ from mini_agent.plumbing.jsonrpc import JsonRpcError
 from mini_agent.plumbing.pipes import SafeWriter
 
 log = logging.getLogger(__name__)
+REQUEST_ID: ContextVar[int | str | None] = ContextVar("acp_request_id", default=None)
 
 
 class LineTransport:
@@ -49,9 +53,12 @@ class LineTransport:
             if not line.strip():
                 continue
             try:
-                return jsonrpc.read(line)
+                message = jsonrpc.read(line)
             except JsonRpcError as refusal:
                 self._refuse(refusal)
+                continue
+            REQUEST_ID.set(message.get("id") if "method" in message else None)
+            return message
 
     async def close(self) -> None:
         self._writer.close()

@@ -91,6 +91,11 @@ class SessionServers:
         if configs:
             self._mcp.take_up(session_id, configs, lambda problem: self._report(session_id, problem))
 
+    def inherit(self, source: str, fork: str, mcp_servers: list[McpServer] | None) -> None:
+        """A fork names the servers its source named (`mcp_servers`, when given, instead); they start
+        with its first turn, as a follow-up's do."""
+        self._own[fork] = list(self._own.get(source, []) if mcp_servers is None else mcp_servers)
+
     def gate(self, session_id: str) -> Coroutine[Any, Any, None] | None:
         """What a turn of `session_id` waits for before it steps: its MCP servers still starting (at
         its start, or taken up again by a follow-up prompt); None: nothing to wait for."""

@@ -114,6 +114,16 @@ class Sessions:
         config = llm.apply(session.config.llm) if llm is not None else None
         return self._runtime.resume(session_id, llm=config)
 
+    def fork(
+        self, session_id: str, step: int | None = None, mcp_servers: list[McpServer] | None = None
+    ) -> AgentSession:
+        """A new session with this one's history up to the end of step `step` (None: every step that
+        has ended), stored at once; the source goes on untouched. The fork names the source's MCP
+        servers (`mcp_servers` instead, when given), taken up with its first turn."""
+        forked = self._runtime.fork(session_id, step=step)
+        self._servers.inherit(session_id, forked.session_id, mcp_servers)
+        return forked
+
     # -- turns ----------------------------------------------------------------------------------
 
     def expecting(self, session_id: str) -> contextlib.AbstractContextManager[Flight]:

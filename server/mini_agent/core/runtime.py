@@ -34,6 +34,7 @@ from mini_agent.core.contracts import (
 from mini_agent.core.errors import SessionBusy, UnknownTool
 from mini_agent.core.events import AgentEvent, ConfigChanged, EventSink, StatusChanged, UserTurn
 from mini_agent.core.flight import Flight
+from mini_agent.core.fork import fork
 from mini_agent.core.ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
 from mini_agent.core.session import (
     AgentConfig,
@@ -133,6 +134,21 @@ class AgentRuntime:
             raise failure
         self._bind_key(session, llm)
         return session
+
+    def fork(self, session_id: str, *, step: int | None = None) -> AgentSession:
+        """A new session whose history is this one's up to the end of step `step` (None: every step
+        that has ended), stored at once (`fork`); the source is left as it is. The fork keeps the
+        source's own API key for the same server, not its standing decisions."""
+        source = self.get(session_id)
+        forked = fork(source, new_session_id(), step=step, busy=self.is_busy(session_id))
+        failure = self._book.add(forked)
+        if failure is not None:
+            self.forget(forked.session_id)
+            raise failure
+        own = self._own_keys.get(session_id)
+        if own is not None:
+            self._own_keys[forked.session_id] = own
+        return forked
 
     def _bind_key(self, session: AgentSession, llm: LLMConfig | None) -> None:
         if llm is not None and llm.api_key:

@@ -37,6 +37,7 @@ METHODS = (
     "agent/getSession",
     "agent/getObservation",
     "agent/resumeSession",
+    "agent/forkSession",
     "agent/loadSession",
     "agent/deleteSession",
     "agent/trustWorkspace",

@@ -95,6 +95,10 @@ class ResumeParams(SessionParams):
     llm: LLMParams | None = None  # e.g. the model server moved since the session started
 
 
+class ForkParams(SessionParams):
+    step: int | None = Field(default=None, ge=0)  # the last step the fork keeps (None: every ended one)
+
+
 class RunParams(SessionParams):
     max_steps: int | None = Field(default=None, ge=1, le=1000)
     work_done_token: int | str | None = None

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from mini_agent.app.workspace import Workspace
     from mini_agent.lsp.params import (
         ApproveParams,
+        ForkParams,
         ListSessionsParams,
         NameParams,
         ObservationParams,
@@ -402,6 +403,13 @@ async def resume_session(workspace: Workspace, p: ResumeParams) -> dict[str, Any
     from mini_agent.lsp import wire
 
     return wire.session_full(workspace.sessions.resume(p.session_id, p.llm))
+
+
+@method("agent/forkSession", "ForkParams")
+async def fork_session(workspace: Workspace, p: ForkParams) -> dict[str, Any]:
+    from mini_agent.lsp import wire
+
+    return wire.session_full(workspace.sessions.fork(p.session_id, p.step))
 
 
 @method("agent/loadSession", "SessionParams")

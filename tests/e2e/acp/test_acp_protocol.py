@@ -25,6 +25,7 @@ METHODS = [
     "session/load",
     "session/list",
     "session/resume",
+    "session/fork",
     "session/delete",
     "session/prompt",
     "session/cancel",
@@ -80,7 +81,7 @@ def test_initialize_advertises_what_is_implemented(agent: RawAgent) -> None:
     assert result["agentInfo"]["name"] == "mini-agent" and result["agentInfo"]["version"]
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True and caps["promptCapabilities"]["embeddedContext"] is True
-    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "delete": {}, "close": {}}
+    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "fork": {}, "delete": {}, "close": {}}
     assert caps["mcpCapabilities"] == {"http": True, "sse": False}
 
 
