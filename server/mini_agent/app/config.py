@@ -8,15 +8,16 @@ environment (`OPENAI_API_KEY`) or the client, because workspace files get commit
 `app.workspace_file` finds the file and reads it (a file larger than `MAX_FILE_BYTES` is refused unread).
 
 Precedence, most specific first: the request (or `initializationOptions`), this file, the
-environment (`OPENAI_BASE_URL`, `MINI_AGENT_MODEL`), the defaults. A workspace that is not trusted
+environment (`OPENAI_BASE_URL`, `MINI_AGENT_MODEL`), the user's settings (`app.user_settings`, made by
+`mini-agent setup`), the defaults. A workspace that is not trusted
 (a cloned repository, say) gets the file's harmless keys only: its `tools`, `mcp_servers`,
 `approval.allow` and `llm.base_url` wait for trust, since they run its code or commands, approve for
 the user, or send the conversation elsewhere. An API key goes only to the server it was set for: the
-request's key to the request's base URL (or, when the request names none, to the environment's or the
-default one), the environment's key to the environment's, never to one the file names. `merged_options`
-builds the
-`initializationOptions` object those layers make, so both doors parse one value the one way they
-always have (`params.InitOptions`).
+request's key to the request's base URL (or, when the request names none, to the environment's, the
+user's or the default one), the environment's key to the environment's, the user's to the user's,
+never to one the file names: of those whose server is the one used, the most specific is sent.
+`merged_options` builds the `initializationOptions` object those layers make, so both doors parse one
+value the one way they always have (`params.InitOptions`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.alias_generators import to_camel
 
-from mini_agent.app import trust, workspace_file
+from mini_agent.app import trust, user_settings, workspace_file
 from mini_agent.app.options import InitOptions, llm_fields
 from mini_agent.core.contracts import LLMConfig
 from mini_agent.core.errors import AgentError
@@ -165,13 +166,17 @@ def resolve(
     config = load(root)
     if "workspaceTrusted" not in (request or {}) and trust.is_trusted(root, config):
         request = {**(request or {}), "workspaceTrusted": True}
-    return parse("initializationOptions", merged_options(config, request, env), InitOptions), config
+    merged = merged_options(config, request, env, user_settings.load(env))
+    return parse("initializationOptions", merged, InitOptions), config
 
 
 def merged_options(
-    config: WorkspaceConfig, request: Mapping[str, Any] | None, env: Mapping[str, str]
+    config: WorkspaceConfig,
+    request: Mapping[str, Any] | None,
+    env: Mapping[str, str],
+    user: user_settings.UserSettings | None = None,
 ) -> dict[str, Any]:
-    """The `initializationOptions` the three layers make, most specific last in the merge."""
+    """The `initializationOptions` the four layers make, most specific last in the merge."""
     trusted = bool((request or {}).get("workspaceTrusted"))
     from_file = {key: value for key, value in config.llm.items() if trusted or key != "base_url"}
     from_env = {
@@ -180,6 +185,7 @@ def merged_options(
         "apiKey": env.get("OPENAI_API_KEY"),
     }
     layers: list[Mapping[str, Any]] = [
+        {"llm": user.layer(env) if user is not None else {}},
         {"llm": {key: value for key, value in from_env.items() if value}},
         {
             "llm": {to_camel(key): value for key, value in from_file.items()},
@@ -191,29 +197,39 @@ def merged_options(
     merged: dict[str, Any] = {}
     for layer in layers:
         merged = _deep_merge(merged, layer)
-    _key_stays_home(merged["llm"], (request or {}).get("llm"), from_env["apiKey"], from_env["baseUrl"])
+    _key_stays_home(merged["llm"], (request or {}).get("llm"), env, user)
     return merged
 
 
-def _key_stays_home(llm: Any, asked: Any, env_key: str | None, env_url: str | None) -> None:
-    """Drop the merged key unless the merged base URL is its own server: the request's key belongs to
-    the request's base URL, or (the request naming none) to the environment's or the default one; the
-    environment's key to the environment's. Never to a base URL the workspace file names."""
+def _key_stays_home(
+    llm: Any, asked: Any, env: Mapping[str, str], user: user_settings.UserSettings | None
+) -> None:
+    """Keep in the merged options only a key set for the server they use: the request's belongs to
+    the request's base URL (or, the request naming none, to the environment's, the user's or the
+    default one), the environment's to the environment's, the user's to the user's. Never to a base
+    URL the workspace file names. The most specific key whose server is the one used is kept."""
     if not isinstance(llm, dict):
         return  # not an object: parsing the options names that
     asked = asked if isinstance(asked, Mapping) else {}
-    home = env_url or LLMConfig().base_url
+    default = LLMConfig().base_url
+    env_url = env.get("OPENAI_BASE_URL")
+    home = env_url or (user.base_url if user is not None else None) or default
+    candidates: list[tuple[Any, Any]] = []
     if "apiKey" in asked:
-        owner = asked.get("baseUrl") or home
-    elif llm.get("apiKey") is not None and llm.get("apiKey") == env_key:
-        owner = home
-    else:
-        return
-    sent_to = llm.get("baseUrl") or LLMConfig().base_url
-    if not (isinstance(owner, str) and isinstance(sent_to, str)) or _server(sent_to) == _server(owner):
-        return
-    if llm.pop("apiKey", None):
-        log.warning("the API key set for %s is not sent to %s, the server this workspace uses", owner,
+        candidates.append((asked["apiKey"], asked.get("baseUrl") or home))
+    if env.get("OPENAI_API_KEY"):
+        candidates.append((env["OPENAI_API_KEY"], env_url or default))
+    if user is not None and user.key(env):
+        candidates.append((user.key(env), user.base_url))
+    sent_to = llm.get("baseUrl") or default
+    llm.pop("apiKey", None)
+    for key, owner in candidates:
+        if isinstance(owner, str) and isinstance(sent_to, str) and _server(owner) == _server(sent_to):
+            if key is not None:
+                llm["apiKey"] = key
+            return
+    if any(key for key, _owner in candidates):
+        log.warning("no API key set for %s: the keys given are for other servers and are not sent there",
                     sent_to)
 
 

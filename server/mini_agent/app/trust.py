@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mini_agent.app import trust_digest, workspace_file
 from mini_agent.plumbing.statedir import STATE_DIR_ENV as STATE_DIR_ENV
-from mini_agent.plumbing.statedir import locked, state_dir
+from mini_agent.plumbing.statedir import locked, state_dir, write_private
 
 if TYPE_CHECKING:
     import logging
@@ -190,22 +190,8 @@ def load_store() -> dict[str, dict[str, Any]]:
 
 def _save_store(folders: Mapping[str, Mapping[str, Any]]) -> None:
     """Write the whole store: a temporary file in the same folder, renamed over the old one."""
-    folder = state_dir()
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     text = json.dumps({"version": STORE_VERSION, "folders": folders}, indent=1, sort_keys=True)
-    import tempfile
-
-    handle, temporary = tempfile.mkstemp(prefix=".trust-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            os.fchmod(file.fileno(), 0o600)
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, folder / STORE_FILE)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_private(store_path(), text)
 
 
 def status(root: Path, runs: Runs) -> Status:

@@ -40,3 +40,22 @@ def locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `path` whole, readable by the user alone: a temporary 0600 file in the same folder (made
+    0700 when missing), synced, then renamed over the old one (a reader sees the old file or the new)."""
+    import tempfile
+
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            os.fchmod(file.fileno(), 0o600)
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
