@@ -20,6 +20,7 @@ from acp import RequestError, helpers
 from acp.connection import Connection
 from acp.schema import (
     AgentCapabilities,
+    AuthenticateResponse,
     ClientCapabilities,
     CloseSessionResponse,
     DeleteSessionResponse,
@@ -46,8 +47,8 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
+from mini_agent.acp import auth, checks, editor_fs, slash, updates
 from mini_agent.acp import chat as chat_config
-from mini_agent.acp import checks, editor_fs, slash, updates
 from mini_agent.acp.chat import Chat
 from mini_agent.acp.transport import LineTransport
 from mini_agent.acp.trust_prompt import TrustPrompt
@@ -120,8 +121,18 @@ class MiniAgent:
             protocol_version=1,
             agent_capabilities=capabilities,
             agent_info=Implementation(name="mini-agent", title="mini-agent", version=VERSION),
-            auth_methods=[],
+            auth_methods=auth.methods(),
         )
+
+    async def authenticate(self, method_id: str, **_: Any) -> AuthenticateResponse:
+        """Succeeds when `method_id`'s model server is set up and answers (`auth`); the workspaces
+        open here take it up for their new sessions, so the model picker shows its models at once."""
+        await auth.authenticate(method_id, self._env)
+        for root, (workspace, _client) in list(self._workspaces.items()):
+            request = {"workspaceTrusted": True} if self._trusted or workspace.trusted else {}
+            options, _config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
+            workspace.use_model_server(options)
+        return AuthenticateResponse()
 
     async def aclose(self) -> None:
         """Stop every workspace's tool hosts, HTTP session and store."""
@@ -271,6 +282,8 @@ class MiniAgent:
             text = updates.prompt_text(prompt)
             if commands.parse(text) is not None:
                 return await self._command(chat, text)
+            if not chat.started and not chat.workspace.model_server_named:
+                raise auth.required()
             begun = asyncio.ensure_future(self._begin(chat, text))
             chat.beginning = begun
             try:

@@ -35,6 +35,10 @@ class ModelMenu:
         self._keys = {url.rstrip("/"): key for url, key in keys.items() if key}
         self._lister = ModelLister()
 
+    def add_key(self, base_url: str, key: str) -> None:
+        """A key set up for `base_url` since (it goes to that server only)."""
+        self._keys[base_url.rstrip("/")] = key
+
     async def choices(
         self, own: LLMConfig, base_url: str | None = None, *, refresh: bool = False
     ) -> ModelChoices:

@@ -237,6 +237,23 @@ class Workspace:
         self.tools_changed(persist=False)
         return problems
 
+    def use_model_server(self, options: InitOptions) -> None:
+        """The user set up a model server meanwhile (`mini-agent setup`, then ACP's `authenticate`):
+        `options`, resolved again, give new sessions their model settings, and the key goes to its own
+        server only. Sessions already started keep theirs."""
+        llm = options.llm.apply(LLMConfig())
+        self.options = options
+        self._runtime.defaults = replace(self._runtime.defaults, llm=replace(llm, api_key=None))
+        if llm.api_key:
+            self._runtime.add_key(llm.base_url, llm.api_key)
+            self.models.add_key(llm.base_url, llm.api_key)
+
+    @property
+    def model_server_named(self) -> bool:
+        """Whether some layer (the request, the trusted workspace file, the environment, the user's
+        settings) names a model server, rather than the default address standing in."""
+        return self.options.llm.model_dump(exclude_none=True).get("base_url") is not None
+
     async def _configured_tools(self) -> list[str]:
         """The files the workspace configuration file names, registered as a stored record would be."""
         problems = await self.registry.restore([{"path": path} for path in self.config.tools])

@@ -28,6 +28,7 @@ from typing import Any
 
 from mini_agent_client.rpc import ConnectionClosed, RpcError
 
+from mini_agent.cli import setup
 from mini_agent.cli.running import (
     EXIT_FAILED,
     EXIT_OK,
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                         ("untrust", "forget a folder's trust: the next agent asks again")):
         trusting = commands.add_parser(name, help=words)
         trusting.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the folder (default: .)")
+    setup.add_parser(commands)
     doctor = commands.add_parser("doctor", help="what this machine gives the daemon: the tool sandbox")
     _root_option(doctor)
     demo = commands.add_parser("demo", help="the seed scenario against a replayed model")
@@ -212,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         return trust_command(args.dir, trusting=args.command == "trust")
     if args.command == "sessions" and args.action == "export":
         return export_command(args)
+    if args.command == "setup":
+        return setup.setup_command(args)
     if args.command == "doctor":
         return doctor_command(getattr(args, "root", Path.cwd()).resolve())
     if args.command == "demo":

@@ -135,6 +135,10 @@ class AgentRuntime:
         self._bind_key(session, llm)
         return session
 
+    def add_key(self, base_url: str, key: str) -> None:
+        """A daemon key set up for `base_url` since it started (sent to that server only)."""
+        self._keys[_server(base_url)] = key
+
     def fork(self, session_id: str, *, step: int | None = None) -> AgentSession:
         """A new session whose history is this one's up to the end of step `step` (None: every step
         that has ended), stored at once (`fork`); the source is left as it is. The fork keeps the

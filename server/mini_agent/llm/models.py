@@ -50,11 +50,13 @@ def unsafe(name: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class ModelList:
-    """What a server listed (`ids`, in its order), or why nothing (`problem`, in words)."""
+    """What a server listed (`ids`, in its order), or why nothing (`problem`, in words); `answered`:
+    it answered with a model list (an empty one too), so it is up and takes the key it was given."""
 
     base_url: str
     ids: tuple[str, ...] = ()
     problem: str | None = None
+    answered: bool = False
     at: float = field(default_factory=time.monotonic, compare=False)
 
     def stale(self) -> bool:
@@ -110,8 +112,8 @@ class ModelLister:
             return ModelList(server, problem=f"{where} answered GET /models with no model list: {exc}")
         ids = model_ids(data)
         if not ids:
-            return ModelList(server, problem=f"{where} lists no models")
-        return ModelList(server, ids)
+            return ModelList(server, problem=f"{where} lists no models", answered=True)
+        return ModelList(server, ids, answered=True)
 
 
 def model_ids(data: Any) -> tuple[str, ...]:

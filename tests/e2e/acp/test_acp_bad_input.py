@@ -91,8 +91,8 @@ async def test_cancel_ends_a_prompt_still_starting_its_mcp_servers(workspace: Pa
     args = ["-c", STUCK_SERVER, str(started)]
     stuck = McpServerStdio(name="stuck", command=sys.executable, args=args, env=[])
     async with ReplayServer([FINAL]) as model:
-        workspace_config(workspace, model.base_url)
-        async with acp_agent(workspace) as (conn, _, _recorder):
+        workspace_config(workspace, model.base_url)  # not trusted: the environment names the server
+        async with acp_agent(workspace, OPENAI_BASE_URL=model.base_url) as (conn, _, _recorder):
             session_id = (await conn.new_session(cwd=str(workspace), mcp_servers=[stuck])).session_id
             prompting = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=text("go")))
             await wait_for(started.exists)

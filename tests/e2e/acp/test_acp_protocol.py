@@ -77,7 +77,9 @@ def agent(workspace: Path) -> Iterator[RawAgent]:
 def test_initialize_advertises_what_is_implemented(agent: RawAgent) -> None:
     result = agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})["result"]
     assert result["protocolVersion"] == 1
-    assert result["authMethods"] == []
+    methods = {(m["id"], m["type"]) for m in result["authMethods"]}
+    assert methods == {("setup", "terminal"), ("environment", "env_var")}
+    assert next(m for m in result["authMethods"] if m["type"] == "terminal")["args"] == ["setup"]
     assert result["agentInfo"]["name"] == "mini-agent" and result["agentInfo"]["version"]
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True and caps["promptCapabilities"]["embeddedContext"] is True
