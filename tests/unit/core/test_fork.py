@@ -42,7 +42,8 @@ async def test_a_fork_at_a_step_ends_with_that_step_and_leaves_out_the_turn_afte
     runtime, source_id = await two_turns()
     fork = runtime.fork(source_id, step=1)
     assert [record.index for record in fork.steps] == [0, 1]
-    assert [m.role for m in fork.messages] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
+    roles = [m.role for m in fork.messages]
+    assert roles == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
     assert fork.status is SessionStatus.FINISHED and fork.stop_reason is StopReason.END_TURN
     assert fork.final_answer == "a"
 
