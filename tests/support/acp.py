@@ -118,13 +118,18 @@ def said(updates: list[dict[str, Any]], kind: str = "agent_message_chunk") -> st
 ACPX = ROOT / ".venv" / "acpx" / "node_modules" / "acpx" / "dist" / "cli.js"
 
 
-async def run_acpx(workspace: Path, home: Path, *args: str) -> tuple[int, list[dict[str, Any]], str]:
-    """acpx (a headless ACP client) against `mini-agent acp --trust` in `workspace`, with `args` (e.g.
-    `exec PROMPT`): its exit code, its JSON event stream and its stderr."""
+async def run_acpx(
+    workspace: Path, home: Path, *args: str, agent: str = "mini-agent acp --trust",
+    env: dict[str, str] | None = None,
+) -> tuple[int, list[dict[str, Any]], str]:
+    """acpx (a headless ACP client) against `agent` (`mini-agent acp --trust` from this checkout by
+    default) in `workspace`, with `args` (e.g. `exec PROMPT`): its exit code, its JSON event stream and
+    its stderr. `env` replaces the environment the checkout's agent gets."""
     assert ACPX.is_file(), f"acpx is not installed at {ACPX}: run scripts/test.sh (it installs it)"
     bindir = str(Path(sys.executable).parent)  # where `mini-agent` is installed with the package
-    env = {**daemon_env(HOME=str(home)), "PATH": bindir + os.pathsep + os.environ["PATH"]}
-    command = ["node", str(ACPX), "--agent", "mini-agent acp --trust", "--format", "json", "--approve-all"]
+    if env is None:
+        env = {**daemon_env(HOME=str(home)), "PATH": bindir + os.pathsep + os.environ["PATH"]}
+    command = ["node", str(ACPX), "--agent", agent, "--format", "json", "--approve-all"]
     process = await asyncio.create_subprocess_exec(
         *command, "--cwd", str(workspace), *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
