@@ -5,7 +5,8 @@ llama-cpp-python), or takes any URL; asks for the API key without echo (or the n
 that holds it, as `$NAME`; Enter for none); offers the models the server lists; sends one tiny chat
 request; and keeps the answers in the user's state folder (`app.user_settings`: 0600, never in a
 repository). Every answer can come as a flag instead, and over a pipe the prompts read plain lines,
-so scripts and tests drive it the same way. The key is never printed, logged or put in a URL.
+so scripts and tests drive it the same way. Questions go to stderr, the outcome (where it was saved)
+to stdout. The key is never printed, logged or put in a URL.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def setup_command(args: argparse.Namespace, prompts: Prompts | None = None) -> i
     except (OSError, ValueError) as exc:  # a value the file cannot hold (a bad variable name)
         prompts.tell(f"Nothing was saved: {safe(exc)}.")
         return 1
-    prompts.tell(f"Saved to {safe(where)} (readable by you alone).")
+    print(f"Saved to {safe(where)} (readable by you alone).", flush=True)  # the outcome: on stdout
     prompts.tell("Every editor and `mini-agent` use it from now on; a workspace's own file or")
     prompts.tell("OPENAI_BASE_URL still chooses where they say so.")
     return 0
