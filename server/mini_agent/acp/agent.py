@@ -54,7 +54,8 @@ from mini_agent.acp.transport import LineTransport
 from mini_agent.acp.trust_prompt import TrustPrompt
 from mini_agent.app import commands
 from mini_agent.app import config as workspace_config
-from mini_agent.core.contracts import StopReason
+from mini_agent.app.images import checked
+from mini_agent.core.contracts import Image, StopReason
 from mini_agent.core.errors import AgentError, UnknownSession
 from mini_agent.core.session import PermissionMode, new_session_id
 from mini_agent.plumbing.jsonrpc import JsonRpcError, error_data
@@ -107,7 +108,7 @@ class MiniAgent:
         self._client_capabilities = client_capabilities
         capabilities = AgentCapabilities(
             load_session=True,
-            prompt_capabilities=PromptCapabilities(embedded_context=True),
+            prompt_capabilities=PromptCapabilities(embedded_context=True, image=True),
             mcp_capabilities=McpCapabilities(http=True, sse=False),
             session_capabilities=SessionCapabilities(
                 list=SessionListCapabilities(),
@@ -280,11 +281,12 @@ class MiniAgent:
             traceparent = meta.get("traceparent")
             chat.workspace.trace_parent(session_id, traceparent if isinstance(traceparent, str) else None)
             text = updates.prompt_text(prompt)
+            images = checked(updates.prompt_images(prompt), "prompt")
             if commands.parse(text) is not None:
                 return await self._command(chat, text)
             if not chat.started and not chat.workspace.model_server_named:
                 raise auth.required()
-            begun = asyncio.ensure_future(self._begin(chat, text))
+            begun = asyncio.ensure_future(self._begin(chat, text, images))
             chat.beginning = begun
             try:
                 await begun
@@ -335,19 +337,20 @@ class MiniAgent:
         chat.client.post(session_id, helpers.update_agent_message_text(said))
         return PromptResponse(stop_reason="end_turn")
 
-    async def _begin(self, chat: Chat, text: str) -> None:
+    async def _begin(self, chat: Chat, text: str, images: tuple[Image, ...]) -> None:
         """The turn up to its first step: the task or the follow-up in the history, once the MCP
         servers are up."""
         workspace, session_id = chat.workspace, chat.session_id
         await self._trust.ensure(session_id, workspace, chat.client)
         if chat.started:
-            workspace.sessions.prompt(session_id, text, chat.mcp_servers)
+            workspace.sessions.prompt(session_id, text, chat.mcp_servers, images)
             return
         from mini_agent.app.options import LLMParams
 
         llm = LLMParams.model_validate({"model": chat.model}) if chat.model is not None else None
         session = await workspace.start_session(
-            text, mcp_servers=chat.mcp_servers, session_id=session_id, llm=llm, permission_mode=chat.mode
+            text, mcp_servers=chat.mcp_servers, session_id=session_id, llm=llm, permission_mode=chat.mode,
+            images=images,
         )
         chat.started = True
         info = SessionInfoUpdate(

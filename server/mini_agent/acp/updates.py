@@ -154,6 +154,9 @@ def updates_for(event: AgentEvent, kind_of: KindOf, models_of: ModelsOf) -> list
                 session_update="current_mode_update", current_mode_id=event.permission_mode.value
             ),
         ]
+    if isinstance(event, UserTurn) and event.images:  # the words, then each image, as the client sent them
+        images = [helpers.update_user_message(helpers.image_block(i.data, i.mime_type)) for i in event.images]
+        return [helpers.update_user_message_text(event.text), *images]
     update = update_for(event, kind_of)
     return [update] if update is not None else []
 
@@ -282,9 +285,15 @@ def raw_output(obs: Observation) -> dict[str, Any]:
     return out
 
 
+def prompt_images(blocks: Sequence[PromptBlock]) -> list[tuple[str, str]]:
+    """The images of a prompt, as (media type, base64 data), in order (`app.images` checks them)."""
+    return [(block.mime_type, block.data) for block in blocks if isinstance(block, ImageContentBlock)]
+
+
 def prompt_text(blocks: Sequence[PromptBlock]) -> str:
     """The user's words: text as is, a linked resource by name and URI, an embedded text resource as
-    context. Images and audio are not advertised, so a client that sends them anyway gets a note."""
+    context; images travel apart (`prompt_images`). Audio is not advertised, so a client that sends it
+    anyway gets a note."""
     parts: list[str] = []
     for block in blocks:
         match block:
@@ -296,6 +305,8 @@ def prompt_text(blocks: Sequence[PromptBlock]) -> str:
                 parts.append(f'<context uri="{uri}">\n{text}\n</context>')
             case EmbeddedResourceContentBlock(resource=resource):
                 parts.append(f"(binary resource {resource.uri} left out)")
+            case ImageContentBlock():
+                pass
             case _:
                 parts.append(f"({block.type} content left out: this agent reads text only)")
     return "\n\n".join(parts)

@@ -28,7 +28,7 @@ from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
 from mini_agent.app.outbox import Outbox
 from mini_agent.app.port import Answer, Client, HeldRegistration, Scoping, ToolList
 from mini_agent.app.sessions import Sessions
-from mini_agent.core.contracts import LLMConfig, ToolCall, ToolMode, ToolSpec
+from mini_agent.core.contracts import Image, LLMConfig, ToolCall, ToolMode, ToolSpec
 from mini_agent.core.errors import WorkspaceUntrusted
 from mini_agent.core.events import AgentEvent
 from mini_agent.core.session import (
@@ -307,6 +307,7 @@ class Workspace:
         mcp_servers: list[McpServer] | None = None,
         session_id: str | None = None,
         permission_mode: PermissionMode | None = None,
+        images: tuple[Image, ...] = (),
     ) -> AgentSession:
         """Begin a session at once, its MCP servers starting in the background (`Sessions.start`). The
         workspace file's approval policy gives its first standing decisions."""
@@ -321,6 +322,7 @@ class Workspace:
             session_id=session_id or new_session_id(),
             permission_mode=permission_mode,
             standing=self.standing_policy(),
+            images=images,
         )
 
     def check_mode(self, mode: PermissionMode | None) -> None:

@@ -122,6 +122,15 @@ class TokenUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class Image:
+    """An image a person attached to their words (a screenshot, a diagram): its media type and its
+    bytes as base64, as OpenAI's `image_url` data URLs and ACP's image blocks carry them."""
+
+    mime_type: str
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One entry of a session's history.
 
@@ -134,6 +143,7 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    images: tuple[Image, ...] = ()  # a user turn's attachments, sent as image parts where the mode can
 
 
 @dataclass(frozen=True, slots=True)

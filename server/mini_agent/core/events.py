@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from mini_agent.core.contracts import Observation, SessionStatus, StopReason, TokenUsage, ToolCall
+from mini_agent.core.contracts import Image, Observation, SessionStatus, StopReason, TokenUsage, ToolCall
 from mini_agent.core.session import ConfigChange, PermissionMode
 
 
@@ -29,6 +29,7 @@ class UserTurn(Event):
     only a follow-up's (the client gave the task); a replay has the task's on request."""
 
     text: str
+    images: tuple[Image, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

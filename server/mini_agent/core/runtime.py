@@ -21,6 +21,7 @@ from mini_agent.core.approvals import Approvals
 from mini_agent.core.book import SessionBook
 from mini_agent.core.context import ContextKeeper
 from mini_agent.core.contracts import (
+    Image,
     LLMConfig,
     Message,
     ReplyFormats,
@@ -113,6 +114,7 @@ class AgentRuntime:
         session_id: str | None = None,
         standing: Mapping[str, Decision] | None = None,
         permission_mode: PermissionMode | None = None,
+        images: Sequence[Image] = (),
     ) -> AgentSession:
         """Snapshot the tools now: the prompt must not change under a running session. An API key in
         `llm` is the session's own: kept in memory for its server, never stored. `session_id`
@@ -127,13 +129,25 @@ class AgentRuntime:
         session = AgentSession(session_id=sid, task=task, config=config, tools=tools)
         session.standing_decisions.update(standing or {})
         session.messages.append(Message(Role.SYSTEM, config.system_prompt))
-        session.messages.append(Message(Role.USER, task))
+        session.messages.append(Message(Role.USER, task, images=tuple(images)))
         failure = self._book.add(session)
         if failure is not None:  # nothing has happened yet: refuse rather than keep it in memory only
             self.forget(session.session_id)
             raise failure
         self._bind_key(session, llm)
+        self._say_left_out(session, images)
         return session
+
+    def _say_left_out(self, session: AgentSession, images: Sequence[Image]) -> None:
+        """A status message when the session's tool mode sends the model text only: the images of
+        the turn just given are left out (the model is told so in the turn itself)."""
+        mode = session.config.llm.tool_mode
+        if images and mode in ("react", "json") and self._events is not None:
+            count = f"{len(images)} image" + ("s" if len(images) > 1 else "")
+            message = (f"The {count} attached {'were' if len(images) > 1 else 'was'} not sent to the model: "
+                       f"tool mode {mode} sends it text only (native mode sends images).")
+            step = len(session.steps)
+            self._events(StatusChanged(session.session_id, step, session.status, message=message))
 
     def add_key(self, base_url: str, key: str) -> None:
         """A daemon key set up for `base_url` since it started (sent to that server only)."""
@@ -243,7 +257,7 @@ class AgentRuntime:
             self._events(ConfigChanged.of(session_id, change))
         return session
 
-    def prompt(self, session_id: str, text: str) -> AgentSession:
+    def prompt(self, session_id: str, text: str, images: Sequence[Image] = ()) -> AgentSession:
         """A follow-up user turn: a session that ended its turn (answered, ran out of its step budget,
         stopped on a loop) or is ready takes the user's words and is ready again, with a fresh budget.
         The history is only appended to, so the next model request starts with the bytes of the last
@@ -254,12 +268,13 @@ class AgentRuntime:
         if self.is_busy(session_id) or session.status in stepping:
             raise SessionBusy(session_id)
         self._stepper.abandon_open_calls(session)
-        session.messages.append(Message(Role.USER, text))
+        session.messages.append(Message(Role.USER, text, images=tuple(images)))
         session.status, session.stop_reason, session.final_answer = SessionStatus.READY, None, None
         session.touch()
         self._book.checkpoints.now(session)
         if self._events is not None:
-            self._events(UserTurn(session_id, len(session.steps), text))
+            self._events(UserTurn(session_id, len(session.steps), text, tuple(images)))
+        self._say_left_out(session, images)
         return session
 
     def sessions(self, *, status: str | None = None) -> list[AgentSession]:

@@ -22,6 +22,12 @@ def message(entry: Message) -> dict[str, Any]:
             return {"role": "user", "content": "Observation: " + entry.content}
         return {"role": "tool", "tool_call_id": entry.tool_call_id, "content": entry.content}
     out: dict[str, Any] = {"role": entry.role.value, "content": entry.content}
+    if entry.images:  # OpenAI's content parts: the words, then each image as a data URL
+        out["content"] = [
+            {"type": "text", "text": entry.content},
+            *({"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+              for image in entry.images),
+        ]
     if entry.role is Role.ASSISTANT and entry.tool_calls:
         out["tool_calls"] = [
             {

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
+from mini_agent.core.contracts import Image, Message, Role, ToolCall, ToolSpec
 from mini_agent.llm import formaterror
 
 STOP_SEQUENCES: tuple[str, ...] = ("\nObservation:", "\nObservation：", "Observation:")
@@ -103,7 +103,17 @@ def _render_one(message: Message, tools: Sequence[ToolSpec], protocol: str) -> d
         return {"role": "system", "content": build_system_prompt(message.content, tools, protocol)}
     if message.role is Role.TOOL:
         return {"role": "user", "content": "Observation: " + message.content}
-    return {"role": message.role.value, "content": message.content}
+    return {"role": message.role.value, "content": message.content + left_out(message.images)}
+
+
+def left_out(images: Sequence[Image]) -> str:
+    """What a text-only rendering says in place of a turn's images (nothing when it has none): the
+    model is told they were there and that it cannot see them."""
+    if not images:
+        return ""
+    count = f"{len(images)} image" + ("s" if len(images) > 1 else "")
+    return (f"\n\n[{count} attached to this message left out: this tool mode sends the model text "
+            "only. Say so if the task needs what it shows.]")
 
 
 def render_action(thought: str, name: str, arguments: dict[str, Any]) -> str:

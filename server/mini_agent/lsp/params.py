@@ -58,6 +58,13 @@ class NameParams(Params):
     name: str = Field(min_length=1)
 
 
+class ImageParams(Params):
+    """An attached image (`app.images` bounds them): its media type and its bytes as base64."""
+
+    mime_type: str = Field(min_length=1, max_length=100)
+    data: str = Field(min_length=1)
+
+
 class StartSessionParams(Params):
     task: str = Field(min_length=1)
     system_prompt: str | None = None
@@ -66,6 +73,7 @@ class StartSessionParams(Params):
     max_steps: int | None = Field(default=None, ge=1, le=1000)
     mcp_servers: list[McpServer] = Field(default_factory=list)
     permission_mode: PermissionMode | None = Field(default=None, strict=False)  # strict wants the enum
+    images: list[ImageParams] = Field(default_factory=list)
 
 
 class TraceMeta(Params):
@@ -85,6 +93,7 @@ class SessionParams(Params):
 
 class PromptParams(SessionParams):
     text: str = Field(min_length=1)
+    images: list[ImageParams] = Field(default_factory=list)
 
 
 class ObservationParams(SessionParams):

@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 from pygls.uris import to_fs_path
 
+from mini_agent.app.images import checked
 from mini_agent.lsp import framing, pygls_compat, session_config, slash, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
 from mini_agent.lsp.outgoing import Outgoing
@@ -309,6 +310,7 @@ async def start_session(workspace: Workspace, p: StartSessionParams) -> dict[str
         max_steps=p.max_steps,
         mcp_servers=p.mcp_servers,
         permission_mode=p.permission_mode,
+        images=checked([(image.mime_type, image.data) for image in p.images], "images"),
     )
     return {"sessionId": session.session_id, "status": session.status.value}
 
@@ -318,7 +320,8 @@ async def start_session(workspace: Workspace, p: StartSessionParams) -> dict[str
 async def prompt(workspace: Workspace, p: PromptParams) -> dict[str, Any]:
     """A follow-up user turn; agent/step or agent/run then go on from it."""
     workspace.trace_parent(p.session_id, p.traceparent)
-    session = workspace.sessions.prompt(p.session_id, p.text)
+    images = checked([(image.mime_type, image.data) for image in p.images], "images")
+    session = workspace.sessions.prompt(p.session_id, p.text, images=images)
     return {"sessionId": session.session_id, "status": session.status.value}
 
 

@@ -45,8 +45,9 @@ def live_update(event: ToolCallProgress) -> dict[str, Any]:
 def update_body(event: AgentEvent) -> dict[str, Any]:
     """An event as the `update` of an `agent/update` notification, `kind` first."""
     match event:
-        case UserTurn(text=text):
-            return {"kind": "user_message_chunk", "text": text}
+        case UserTurn(text=text, images=images):
+            shown = [{"mimeType": image.mime_type, "bytes": len(image.data) * 3 // 4} for image in images]
+            return {"kind": "user_message_chunk", "text": text, **({"images": shown} if shown else {})}
         case ThoughtChunk(text=text):
             return {"kind": "agent_thought_chunk", "text": text}
         case AnswerChunk(text=text):

@@ -46,6 +46,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             heartbeat REAL NOT NULL)""",
         "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ),
+    ("ALTER TABLE messages ADD COLUMN images TEXT",),  # a user turn's images (JSON), NULL for none
 )
 
 # The header columns in the order `_header` gives them; it adds the session id after them.
@@ -59,5 +60,5 @@ UPSERT_SESSION = (
     f"INSERT INTO sessions ({', '.join(_SETUP)}, id) VALUES ({', '.join('?' * (len(_SETUP) + 1))})"
     f" ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _SETUP)}"
 )
-INSERT_MESSAGE = "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)"
+INSERT_MESSAGE = "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 UPSERT_STEP = "INSERT INTO steps VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET record = excluded.record"

@@ -34,7 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mini_agent.core.contracts import Message, Role, SessionStatus, StopReason, TokenUsage, ToolCall, ToolSpec
+from mini_agent.core.contracts import (
+    Image,
+    Message,
+    Role,
+    SessionStatus,
+    StopReason,
+    TokenUsage,
+    ToolCall,
+    ToolSpec,
+)
 from mini_agent.core.errors import STORE_FAILED, AgentError
 from mini_agent.core.session import (
     AgentConfig,
@@ -260,8 +269,8 @@ class SqliteStore:
             if head is None:
                 return None
             messages = conn.execute(
-                "SELECT role, content, tool_calls, tool_call_id, name FROM messages WHERE session_id = ? "
-                "ORDER BY seq", (session_id,)
+                "SELECT role, content, tool_calls, tool_call_id, name, images FROM messages "
+                "WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall()
             steps = [row[0] for row in conn.execute(
                 "SELECT record FROM steps WHERE session_id = ? ORDER BY idx", (session_id,)
@@ -420,8 +429,9 @@ def _message_rows(sid: str, messages: list[Message], first: int) -> Iterator[tup
     for seq in range(first, len(messages)):
         m = messages[seq]
         calls = codec.dumps(m.tool_calls) if m.tool_calls else None
+        images = codec.dumps(m.images) if m.images else None
         text = codec.sql_text
-        yield sid, seq, m.role.value, text(m.content), calls, text(m.tool_call_id), text(m.name)
+        yield sid, seq, m.role.value, text(m.content), calls, text(m.tool_call_id), text(m.name), images
 
 
 def _session_from(
@@ -437,8 +447,9 @@ def _session_from(
         messages=[
             Message(Role(role), codec.from_sql(content),
                     codec.loads(tuple[ToolCall, ...], calls) if calls else (),
-                    codec.from_sql(call_id), codec.from_sql(name))
-            for role, content, calls, call_id, name in messages
+                    codec.from_sql(call_id), codec.from_sql(name),
+                    codec.loads(tuple[Image, ...], images) if images else ())
+            for role, content, calls, call_id, name, images in messages
         ],
         steps=[codec.loads(StepRecord, record) for record in steps],
         status=SessionStatus(status),

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mini_agent.core.contracts import (
+    Image,
     LLMConfig,
     LLMResponse,
     Message,
@@ -451,7 +452,7 @@ def test_an_empty_file_is_migrated_to_the_current_schema(db: Path) -> None:
     db.touch()
     with SqliteStore(db) as store:
         store.save(fresh())
-    assert user_version(db) == len(store_module.MIGRATIONS) == 1
+    assert user_version(db) == len(store_module.MIGRATIONS) == 2
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -476,7 +477,7 @@ def test_pending_migrations_apply_in_order_or_not_at_all(
     monkeypatch.setattr(store_module, "MIGRATIONS", (*v1, broken))
     with pytest.raises(StoreError, match="upgrading the session store"):
         SqliteStore(db)
-    assert user_version(db) == 1
+    assert user_version(db) == len(v1)
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'extra'").fetchone()[0] == 0
     v2 = ("CREATE TABLE notes (id TEXT)",)
@@ -484,7 +485,25 @@ def test_pending_migrations_apply_in_order_or_not_at_all(
     monkeypatch.setattr(store_module, "MIGRATIONS", (*v1, v2, v3))
     with SqliteStore(db) as upgraded:
         assert upgraded.load("sess_1") == rich()
-    assert user_version(db) == 3
+    assert user_version(db) == len(v1) + 2
+
+
+def test_a_store_from_before_images_is_upgraded_and_keeps_its_sessions(db: Path) -> None:
+    """Schema 1 had no `images` column: its sessions load after the upgrade, and a user turn's images
+    are kept from then on."""
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as conn:
+        for statement in store_module.MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version = 1")
+    with SqliteStore(db) as old:  # upgraded on open
+        old.save(rich())
+    pictured = fresh("sess_2")
+    pictured.messages.append(Message(Role.USER, "what is this?", images=(Image("image/png", "iVBORw0K"),)))
+    with SqliteStore(db) as store:
+        store.save(pictured)
+        assert store.load(pictured.session_id) == pictured and store.load("sess_1") == rich()
+    assert user_version(db) == 2
 
 
 # -- listing, deleting, registrations, location -----------------------------------------------------
