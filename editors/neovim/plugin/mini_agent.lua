@@ -51,6 +51,10 @@ command('MiniAgentSessions', function()
   agent().sessions()
 end, { nargs = 0, desc = "mini-agent: pick one of the daemon's sessions and show it" })
 
+command('MiniAgentFork', function(args)
+  agent().fork({ step = tonumber(args.args) })
+end, { nargs = '?', desc = "mini-agent: fork the conversation (up to a step) and go on in the fork" })
+
 command('MiniAgentCancel', function(args)
   agent().cancel(args.args)
 end, { nargs = '?', complete = running_ids, desc = 'mini-agent: cancel the running session (default: the newest)' })

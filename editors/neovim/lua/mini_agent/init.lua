@@ -138,6 +138,36 @@ function M.ask(task, opts)
   end)
 end
 
+--- Fork the workspace's conversation (agent/forkSession): a new session with its history up to `step`
+--- (default: every step that has ended), which :MiniAgentAsk then talks to; the original is left as it
+--- was. The fork's history is shown in the trace.
+---@param opts {root: string?, step: integer?, on_done: mini_agent.Done?}?
+function M.fork(opts)
+  opts = opts or {}
+  local root = opts.root or config.root()
+  local done = opts.on_done or ignore
+  local source = conversations[root]
+  if not source then
+    notify('no conversation to fork: ask something first (:MiniAgentAsk)', vim.log.levels.WARN)
+    done({ message = 'no conversation' })
+    return
+  end
+  with_daemon(root, done, function(daemon)
+    client.request(daemon, 'agent/forkSession', { sessionId = source, step = opts.step }, function(err, forked)
+      if err then
+        notify('could not fork: ' .. err.message, vim.log.levels.ERROR)
+        done(err)
+        return
+      end
+      sessions.track(forked.sessionId, { task = forked.task, root = root, status = forked.status })
+      conversations[root] = forked.sessionId
+      notify(('forked %s into %s (%d steps): :MiniAgentAsk goes on in the fork'):format(
+        trace.short(source), trace.short(forked.sessionId), #(forked.steps or {})))
+      M.show(forked.sessionId, { root = root, on_done = function(show_err) done(show_err, forked) end })
+    end)
+  end)
+end
+
 --- The task for :MiniAgentAsk: the arguments, plus the selected lines when a range was given.
 ---@param args {args: string, range: integer, line1: integer, line2: integer}
 ---@param text string
