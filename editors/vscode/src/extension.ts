@@ -198,6 +198,7 @@ class Extension implements vscode.Disposable {
       "miniAgent.registerFunction": () => this.registerFunction(),
       "miniAgent.showSessions": () => this.showSessions(),
       "miniAgent.resumeSession": (arg?: SessionArg) => this.resumeSession(arg),
+      "miniAgent.forkSession": (arg?: SessionArg) => this.forkSession(arg),
       "miniAgent.cancel": (arg?: SessionArg) => this.cancel(arg),
       "miniAgent.manageApprovals": () => this.manageApprovals(),
       "miniAgent.setApiKey": () => this.setApiKey(),
@@ -428,6 +429,23 @@ class Extension implements vscode.Disposable {
     this.focused = sessionId;
     this.traceView.show(sessionId);
     await this.runSession(agent, sessionId);
+  }
+
+  /** A fork of the session shown (or picked): its history copied, shown in the trace, and the conversation Ask continues. */
+  private async forkSession(arg?: SessionArg): Promise<void> {
+    const sessionId = sessionIdOf(arg) ?? this.focused ?? (await this.pickSession("Fork session"));
+    if (sessionId === undefined) return;
+    const agent = await this.daemon.ensure();
+    const forked = await agent.forkSession(sessionId);
+    await this.store.reload(forked.sessionId, () => agent.loadSession(forked.sessionId));
+    this.conversation = forked.sessionId;
+    this.focused = forked.sessionId;
+    this.traceView.show(forked.sessionId);
+    this.updateStatus();
+    void this.sessionsView.refresh();
+    void vscode.window.showInformationMessage(
+      `Mini Agent: forked into a new session (${forked.steps.length} steps); Ask goes on in the fork.`,
+    );
   }
 
   private async cancel(arg?: SessionArg): Promise<void> {

@@ -554,6 +554,11 @@ export class AgentClient {
     return this.request("agent/resumeSession", llm === undefined ? { sessionId } : { sessionId, llm });
   }
 
+  /** A new session with this one's history up to `step` (default: every step that ended); the source is untouched. */
+  forkSession(sessionId: string, step?: number): Promise<Session> {
+    return this.request("agent/forkSession", step === undefined ? { sessionId } : { sessionId, step });
+  }
+
   getSession(sessionId: string): Promise<Session> {
     return this.request("agent/getSession", { sessionId });
   }

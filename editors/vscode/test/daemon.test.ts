@@ -438,3 +438,27 @@ describe("live tool output and slash commands", () => {
     assert.equal(answer.status, "finished", "the session's status, unchanged");
   });
 });
+
+describe("forking the conversation", () => {
+  let r: Rig | undefined;
+  after(() => closeRig(r));
+
+  test("a fork (agent/forkSession) carries the history into a new session whose follow-up leaves the source alone", async () => {
+    r = await rig([{ content: "Final Answer: first answer" }, { content: "Final Answer: side, after {last_user}" }]);
+    const { sessionId } = await r.client.startSession("first question");
+    assert.equal((await r.client.run(sessionId)).finalAnswer, "first answer", r.daemon.stderr());
+
+    // What Fork Session does: fork, then rebuild the fork's trace from the store (agent/loadSession).
+    const forked = await r.client.forkSession(sessionId);
+    assert.notEqual(forked.sessionId, sessionId);
+    assert.deepEqual(forked.steps.map((step) => step.finalAnswer), ["first answer"]);
+    const trace = await r.store.reload(forked.sessionId, () => r!.client.loadSession(forked.sessionId));
+    assert.equal(finalAnswer(trace), "first answer");
+
+    await r.client.prompt(forked.sessionId, "a side question");
+    assert.equal((await r.client.run(forked.sessionId)).finalAnswer, "side, after a side question");
+    const source = await r.client.getSession(sessionId);
+    assert.deepEqual(source.steps.map((step) => step.finalAnswer), ["first answer"], "the source is untouched");
+    await assert.rejects(r.client.forkSession(sessionId, 5), /has no finished step 5/);
+  });
+});
