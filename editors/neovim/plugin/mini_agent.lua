@@ -51,6 +51,10 @@ command('MiniAgentSessions', function()
   agent().sessions()
 end, { nargs = 0, desc = "mini-agent: pick one of the daemon's sessions and show it" })
 
+command('MiniAgentAttach', function(args)
+  agent().attach(args.args)
+end, { nargs = 1, complete = 'file', desc = 'mini-agent: attach an image file to the next ask' })
+
 command('MiniAgentFork', function(args)
   agent().fork({ step = tonumber(args.args) })
 end, { nargs = '?', desc = "mini-agent: fork the conversation (up to a step) and go on in the fork" })

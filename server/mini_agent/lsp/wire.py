@@ -46,7 +46,7 @@ def update_body(event: AgentEvent) -> dict[str, Any]:
     """An event as the `update` of an `agent/update` notification, `kind` first."""
     match event:
         case UserTurn(text=text, images=images):
-            shown = [{"mimeType": image.mime_type, "bytes": len(image.data) * 3 // 4} for image in images]
+            shown = [{"mimeType": image.mime_type, "bytes": _decoded_size(image.data)} for image in images]
             return {"kind": "user_message_chunk", "text": text, **({"images": shown} if shown else {})}
         case ThoughtChunk(text=text):
             return {"kind": "agent_thought_chunk", "text": text}
@@ -301,3 +301,8 @@ def decision_from(answer: Any) -> tuple[Decision, str | None] | None:
         return None
     reason = answer.get("reason")
     return decision, reason if isinstance(reason, str) else None
+
+
+def _decoded_size(data: str) -> int:
+    """How many bytes base64 `data` holds (checked valid when it came in)."""
+    return len(data) * 3 // 4 - data[-2:].count("=")

@@ -38,7 +38,7 @@ async def test_images_reach_the_model_in_native_mode_and_are_left_out_with_a_wor
     updates = [u for u in client.updates if u["sessionId"] == sid]
     turns = [u["update"] for u in updates if u["update"]["kind"] == "user_message_chunk"]
     assert turns == [{"kind": "user_message_chunk", "text": "And this?",
-                      "images": [{"mimeType": "image/png", "bytes": 39}] * 2}]
+                      "images": [{"mimeType": "image/png", "bytes": 38}] * 2}]  # 8 + 30
     told = [u["update"].get("message", "") for u in updates if u["update"]["kind"] == "status"]
     assert any("The 2 images attached were not sent to the model: tool mode react" in m for m in told), told
 

@@ -76,6 +76,46 @@ end
 ---@type table<string, string> root -> the session :MiniAgentAsk talks to there (the conversation)
 local conversations = {}
 
+---@type table<string, {mimeType: string, data: string}[]> root -> images for the next ask there
+local attachments = {}
+local IMAGE_TYPES = { png = 'image/png', jpg = 'image/jpeg', jpeg = 'image/jpeg', gif = 'image/gif', webp = 'image/webp' }
+local MAX_IMAGE_BYTES = 5 * 1024 * 1024 -- the daemon's bound too; refused here before it is read whole
+
+--- Attach an image file to the next :MiniAgentAsk of the workspace (sent as an image part in native
+--- mode; the daemon says what it left out in the others).
+---@param path string
+---@param opts {root: string?}?
+---@return boolean attached
+function M.attach(path, opts)
+  local root = (opts or {}).root or config.root()
+  local file = vim.fn.fnamemodify(vim.fn.expand(path), ':p')
+  local mime = IMAGE_TYPES[(vim.fn.fnamemodify(file, ':e') or ''):lower()]
+  local size = vim.fn.getfsize(file)
+  if not mime then
+    notify(('%s: not a png, jpeg, gif or webp image'):format(path), vim.log.levels.ERROR)
+    return false
+  elseif size <= 0 or size > MAX_IMAGE_BYTES then
+    notify(('%s: %s'):format(path, size <= 0 and 'cannot be read' or 'larger than 5 MiB'), vim.log.levels.ERROR)
+    return false
+  end
+  local handle = assert(io.open(file, 'rb'))
+  local bytes = handle:read('*a')
+  handle:close()
+  attachments[root] = attachments[root] or {}
+  table.insert(attachments[root], { mimeType = mime, data = vim.base64.encode(bytes) })
+  notify(('%s attached to the next ask (%d image(s))'):format(vim.fn.fnamemodify(file, ':t'), #attachments[root]))
+  return true
+end
+
+--- The images attached for the next ask of `root`, taken (they go with one ask only).
+---@param root string
+---@return table[]?
+local function take_attachments(root)
+  local images = attachments[root]
+  attachments[root] = nil
+  return images
+end
+
 ---@param daemon mini_agent.Daemon
 ---@param root string
 ---@param task string
@@ -83,7 +123,7 @@ local conversations = {}
 ---@param done mini_agent.Done
 local function start(daemon, root, task, opts, done)
   local params = pick(opts, SESSION_KEYS)
-  params.task, params.llm = task, config.compact(opts.llm or {})
+  params.task, params.llm, params.images = task, config.compact(opts.llm or {}), take_attachments(root)
   picks.session_params(root, params)
   client.request(daemon, 'agent/startSession', params, function(err, result)
     if err then
@@ -121,8 +161,10 @@ function M.ask(task, opts)
       start(daemon, root, task, opts, done)
       return
     end
-    client.request(daemon, 'agent/prompt', { sessionId = session.id, text = task }, function(err, result)
+    local follow_up = { sessionId = session.id, text = task, images = take_attachments(root) }
+    client.request(daemon, 'agent/prompt', follow_up, function(err, result)
       if err then -- deleted, or stepping elsewhere: start afresh rather than fail the question
+        attachments[root] = follow_up.images
         start(daemon, root, task, opts, done)
         return
       end
