@@ -13,6 +13,7 @@ import {
   type ClientTool,
   errorReason,
   type Decision,
+  type ImageAttachment,
   type ModelListing,
   type PermissionMode,
   type PermissionRequest,
@@ -49,6 +50,7 @@ import {
   type ApprovalChoice,
 } from "./prompts";
 import { promptElicitation } from "./elicitUi";
+import { attachmentOf, IMAGE_TYPES } from "./images";
 import { plainLabel, plainMessage } from "./inert";
 import { functionAtLine } from "./python";
 import { SessionsView, type SessionItem } from "./sessionsView";
@@ -130,6 +132,8 @@ class Extension implements vscode.Disposable {
   private focused: string | undefined;
   /** The session Ask continues (this window's latest Ask; see `continuesConversation`). */
   private conversation: string | undefined;
+  /** Images for the next Ask (Attach Image). */
+  private pendingImages: ImageAttachment[] = [];
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.daemon = new Daemon(context.secrets, this.output, {
@@ -199,6 +203,7 @@ class Extension implements vscode.Disposable {
       "miniAgent.showSessions": () => this.showSessions(),
       "miniAgent.resumeSession": (arg?: SessionArg) => this.resumeSession(arg),
       "miniAgent.forkSession": (arg?: SessionArg) => this.forkSession(arg),
+      "miniAgent.attachImage": (uri?: vscode.Uri) => this.attachImage(uri),
       "miniAgent.cancel": (arg?: SessionArg) => this.cancel(arg),
       "miniAgent.manageApprovals": () => this.manageApprovals(),
       "miniAgent.setApiKey": () => this.setApiKey(),
@@ -294,7 +299,7 @@ class Extension implements vscode.Disposable {
 
   private async followUp(sessionId: string, text: string): Promise<RunResult | undefined> {
     const agent = await this.daemon.ensure();
-    const answer = await agent.prompt(sessionId, text); // its user_message_chunk adds the follow-up to the trace
+    const answer = await agent.prompt(sessionId, text, this.takeImages()); // its user_message_chunk adds it to the trace
     if (answer.command !== undefined) {
       this.showCommandAnswer({ ...answer, command: answer.command });
       return undefined;
@@ -309,7 +314,8 @@ class Extension implements vscode.Disposable {
     if ((await agent.listTools()).length === 0) {
       this.output.warn("no tools registered: the model answers alone (Mini Agent: Register tools in this file)");
     }
-    const started = await agent.startSession(task, this.sessionOptions());
+    const images = this.takeImages();
+    const started = await agent.startSession(task, { ...this.sessionOptions(), ...(images.length ? { images } : {}) });
     if (started.command !== undefined) {
       this.showCommandAnswer({ ...started, command: started.command });
       return undefined;
@@ -429,6 +435,29 @@ class Extension implements vscode.Disposable {
     this.focused = sessionId;
     this.traceView.show(sessionId);
     await this.runSession(agent, sessionId);
+  }
+
+  /** An image file (a screenshot saved, a diagram) for the next Ask only; also in the explorer's context menu. */
+  private async attachImage(uri?: vscode.Uri): Promise<void> {
+    const picked =
+      uri ??
+      (await vscode.window.showOpenDialog({
+        canSelectMany: false,
+        title: "Attach an image to the next Ask",
+        filters: { Images: Object.keys(IMAGE_TYPES) },
+      }))?.[0];
+    if (picked === undefined) return;
+    const attachment = attachmentOf(picked.fsPath, await vscode.workspace.fs.readFile(picked));
+    this.pendingImages.push(attachment);
+    void vscode.window.showInformationMessage(
+      `Mini Agent: ${path.basename(picked.fsPath)} goes with the next Ask (${this.pendingImages.length} image(s)).`,
+    );
+  }
+
+  private takeImages(): ImageAttachment[] {
+    const images = this.pendingImages;
+    this.pendingImages = [];
+    return images;
   }
 
   /** A fork of the session shown (or picked): its history copied, shown in the trace, and the conversation Ask continues. */

@@ -242,12 +242,19 @@ export function llmOptions(settings: ClientSettings, apiKey?: string): LlmOption
   };
 }
 
+/** An image attached to a prompt: its media type and its bytes in base64 (the daemon bounds them). */
+export interface ImageAttachment {
+  mimeType: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+  data: string;
+}
+
 export interface StartSessionOptions {
   systemPrompt?: string;
   tools?: string[];
   llm?: LlmOptions;
   maxSteps?: number;
   permissionMode?: PermissionMode;
+  images?: ImageAttachment[];
 }
 
 /** `agent/listModels`: the model choices of a model server (`source` "configured": it listed none, see `message`). */
@@ -522,8 +529,12 @@ export class AgentClient {
   }
 
   /** A follow-up user turn in a session that ended its turn (or is ready); `run` then goes on. */
-  prompt(sessionId: string, text: string): Promise<{ sessionId: string; status: SessionStatus } & Partial<CommandAnswer>> {
-    return this.request("agent/prompt", { sessionId, text });
+  prompt(
+    sessionId: string,
+    text: string,
+    images: ImageAttachment[] = [],
+  ): Promise<{ sessionId: string; status: SessionStatus } & Partial<CommandAnswer>> {
+    return this.request("agent/prompt", images.length ? { sessionId, text, images } : { sessionId, text });
   }
 
   run(sessionId: string, maxSteps?: number): Promise<RunResult> {

@@ -441,6 +441,7 @@ describe("live tool output and slash commands", () => {
 
 describe("forking the conversation", () => {
   let r: Rig | undefined;
+  let forkedId = "";
   after(() => closeRig(r));
 
   test("a fork (agent/forkSession) carries the history into a new session whose follow-up leaves the source alone", async () => {
@@ -450,6 +451,7 @@ describe("forking the conversation", () => {
 
     // What Fork Session does: fork, then rebuild the fork's trace from the store (agent/loadSession).
     const forked = await r.client.forkSession(sessionId);
+    forkedId = forked.sessionId;
     assert.notEqual(forked.sessionId, sessionId);
     assert.deepEqual(forked.steps.map((step) => step.finalAnswer), ["first answer"]);
     const trace = await r.store.reload(forked.sessionId, () => r!.client.loadSession(forked.sessionId));
@@ -460,5 +462,18 @@ describe("forking the conversation", () => {
     const source = await r.client.getSession(sessionId);
     assert.deepEqual(source.steps.map((step) => step.finalAnswer), ["first answer"], "the source is untouched");
     await assert.rejects(r.client.forkSession(sessionId, 5), /has no finished step 5/);
+  });
+
+  test("an image attached to a follow-up comes back in its user_message_chunk; a refused one names the bound", async () => {
+    const forked = forkedId;
+    await assert.rejects(
+      r!.client.prompt(forked, "look", [{ mimeType: "image/png", data: "not base64!" }]),
+      /images\[0\]: data is not base64/,
+    );
+    await r!.client.prompt(forked, "look at this", [{ mimeType: "image/png", data: "iVBORw==" }]);
+    const entries = r!.store.get(forked)!.entries;
+    assert.ok(entries.some((e) => e.kind === "prompt" && e.text === "look at this"), JSON.stringify(entries));
+    // this rig runs react: the daemon says the image was left out
+    assert.match(JSON.stringify(entries.at(-1)), /The 1 image attached was not sent to the model: tool mode react/);
   });
 });

@@ -19,6 +19,7 @@ import {
   type RunResult,
 } from "../src/protocol";
 import { DEFAULT_PERMISSION_MODE, isPermissionMode, modeItems, modelPicker, modelStatusText, modeStatusText, PERMISSION_MODES, REFRESH_LABEL } from "../src/pickers";
+import { attachmentOf, MAX_IMAGE_BYTES } from "../src/images";
 import { functionAtLine } from "../src/python";
 import { escapeHtml, FOLD_CHARS, renderTrace } from "../src/render";
 import { commandItems, commandNotice, onEnter } from "../src/slash";
@@ -516,5 +517,16 @@ describe("others' text is inert where VS Code would interpret it", () => {
     assert.ok(!html.includes("\u001b") && !html.includes("\u202e"), html);
     assert.ok(html.includes("‹U+202E›") && html.includes("␛]52;c;cHduZWQ=␇"), html);
     assert.ok(!html.includes("<b>task</b>"));
+  });
+});
+
+describe("attached images", () => {
+  test("a png becomes a base64 attachment; another kind, an empty file or one past 5 MiB is refused by name", () => {
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47]);
+    assert.deepEqual(attachmentOf("/tmp/Shot.PNG", png), { mimeType: "image/png", data: "iVBORw==" });
+    assert.equal(attachmentOf("a.jpg", png).mimeType, "image/jpeg");
+    assert.throws(() => attachmentOf("notes.txt", png), /notes\.txt is not a png, jpeg, gif or webp image/);
+    assert.throws(() => attachmentOf("empty.png", new Uint8Array()), /empty\.png is empty/);
+    assert.throws(() => attachmentOf("big.webp", new Uint8Array(MAX_IMAGE_BYTES + 1)), /big\.webp is larger than 5 MiB/);
   });
 });
