@@ -25,7 +25,6 @@ from mini_agent.core.contracts import (
     Message,
     NoticeSink,
     TextSink,
-    ToolCall,
     ToolMode,
     ToolSpec,
 )
@@ -40,6 +39,7 @@ from mini_agent.llm.failures import (
     describe,
     describe_status,
     failure,
+    notice_images_left_out,
     notice_retry,
     notice_settled,
     parse_retry_after,
@@ -55,6 +55,7 @@ from mini_agent.llm.replies import (
     read_stream,
     read_whole,
 )
+from mini_agent.llm.responses import native_response, text_response
 from mini_agent.llm.stream import cut_at_stop
 from mini_agent.llm.transport import AiohttpTransport, Transport, TransportError
 from mini_agent.llm.window import overflow
@@ -62,7 +63,6 @@ from mini_agent.plumbing import jsoncodec
 
 log = logging.getLogger(__name__)
 
-FILTERED = "The model server withheld the reply (finish_reason: content_filter)."
 
 # What auto mode tries, in order; a server that refuses one is asked in the next, and that is remembered.
 _AUTO_ORDER: tuple[ToolMode, ...] = ("native", "json", "react")
@@ -78,6 +78,10 @@ class _ToolsRejected(_Refused):
 
 class _FormatRejected(_Refused):
     pass
+
+
+class _ImagesRejected(Exception):
+    """The server refused the request's image parts: it is sent again with them as a note."""
 
 
 class _ToolsIgnored(_Refused):
@@ -106,6 +110,7 @@ class OpenAICompatibleClient:
         # per (base_url, model): the mode auto mode settled on, the response_format form that worked
         self._auto_mode: dict[tuple[str, str], ToolMode] = {}
         self._json_form: dict[tuple[str, str], jsonmode.Form] = {}
+        self._text_only: set[tuple[str, str]] = set()  # servers and models that refused image parts
         self._announced: set[tuple[str, str, ToolMode]] = set()  # said in the log: server, model, mode
 
     async def __aenter__(self) -> OpenAICompatibleClient:
@@ -222,7 +227,7 @@ class OpenAICompatibleClient:
         done = await self._complete(payload, config, on_text, react.STOP_SEQUENCES, fallback=False)
         cut = done.finish_reason == "length"
         turn = react.parse(done.text, call_id=_new_call_id(), truncated=cut, tools=tools)
-        return _text_response(done, turn, "react")
+        return text_response(done, turn, "react")
 
     async def _json(
         self,
@@ -256,7 +261,7 @@ class OpenAICompatibleClient:
             step = _as_react(done, streamed)
             if step is not None:
                 return step
-        return _text_response(done, turn, "json")
+        return text_response(done, turn, "json")
 
     async def _json_once(
         self,
@@ -295,29 +300,37 @@ class OpenAICompatibleClient:
     ) -> LLMResponse:
         """One turn with OpenAI `tools`; an answer-only turn keeps them (the prefix cache) and sends
         `tool_choice: "none"`."""
-        payload = _payload(config, [native.message(m) for m in messages])
+        key = (config.base_url, config.model)
+        images = key not in self._text_only and any(m.images for m in messages)
+        payload = _payload(config, [native.message(m, images=images) for m in messages])
         if tools:
             payload["tools"] = [t.to_openai() for t in tools]
             if narrow.answer_only:
                 payload["tool_choice"] = "none"
-        done = await self._complete(payload, config, on_text, (), fallback=fallback)
+        try:
+            done = await self._complete(payload, config, on_text, (), fallback=fallback, images=images)
+        except _ImagesRejected:
+            self._text_only.add(key)
+            notice_images_left_out(config)
+            payload["messages"] = [native.message(m, images=False) for m in messages]
+            done = await self._complete(payload, config, on_text, (), fallback=fallback)
         calls = tuple(native.tool_call(raw, _new_call_id) for raw in done.calls)
         if calls:
-            return _native_response(done, thought=done.text, calls=calls)
+            return native_response(done, thought=done.text, calls=calls)
         if not done.text.strip():
-            return _native_response(done, format_error="The reply was empty: no text and no tool call.")
+            return native_response(done, format_error="The reply was empty: no text and no tool call.")
         written = native.written_calls(done.text, tools, _new_call_id) if config.harness.text_calls else ()
         if written and fallback:  # auto mode: the turn is asked again in a mode the server holds to
             raise _ToolsIgnored
         if written:
-            return _native_response(done, thought=done.text, calls=written)
+            return native_response(done, thought=done.text, calls=written)
         # a call attempt is no answer: auto asks again where the server holds the form, native says why
         attempt = native.written_attempt(done.text, tools) if config.harness.text_calls else None
         if attempt is not None and fallback:
             raise _ToolsIgnored
         if attempt is not None:
-            return _native_response(done, thought=done.text, format_error=attempt)
-        return _native_response(done, final_answer=done.text)
+            return native_response(done, thought=done.text, format_error=attempt)
+        return native_response(done, final_answer=done.text)
 
     async def _complete(
         self,
@@ -327,14 +340,18 @@ class OpenAICompatibleClient:
         stops: Sequence[str],
         *,
         fallback: bool,
+        images: bool = False,
     ) -> Completion:
-        """POST with retries; every failure that leaves here is an `LLMError` (or a `_Refused`)."""
+        """POST with retries; every failure that leaves here is an `LLMError` (or a `_Refused`, or with
+        `images`, an `_ImagesRejected`)."""
         url = config.base_url.rstrip("/") + "/chat/completions"
         sink = Sink(on_text)
         body = jsoncodec.dumps(payload)
         try:
             async with asyncio.timeout(config.request_timeout_sec):
-                return await self._tries(url, body, payload, config, sink, stops, fallback=fallback)
+                return await self._tries(
+                    url, body, payload, config, sink, stops, fallback=fallback, images=images
+                )
         except TimeoutError as exc:  # only the overall deadline gets here: a read timeout is an LLMError
             why = (
                 f"the request took more than {config.request_timeout_sec:g} s in all and was abandoned "
@@ -352,6 +369,7 @@ class OpenAICompatibleClient:
         stops: Sequence[str],
         *,
         fallback: bool,
+        images: bool = False,
     ) -> Completion:
         for attempt in range(config.max_retries + 1):
             last_try = attempt == config.max_retries
@@ -363,6 +381,8 @@ class OpenAICompatibleClient:
                     error = failure(config, describe_status(exc), attempt, exc.status)
                     error.context_overflow, error.context_window = True, window
                     raise error from exc
+                if images and exc.refuses_images:
+                    raise _ImagesRejected from exc
                 if fallback and "tools" in payload and exc.refuses_tools:
                     raise _ToolsRejected from exc
                 if fallback and "response_format" in payload and exc.refuses_format:
@@ -421,63 +441,7 @@ def _as_react(done: Completion, streamed: Sink) -> LLMResponse | None:
         return None
     if not streamed.used:
         streamed(text)
-    return _text_response(Completion(text, done.calls, done.usage, finish), turn, "react")
-
-
-def _text_response(done: Completion, turn: react.ReactTurn, mode: ToolMode) -> LLMResponse:
-    refused = _refused(done, mode)
-    if refused is not None:
-        return refused
-    return LLMResponse(
-        content=done.text,
-        thought=turn.thought,
-        tool_calls=(turn.call,) if turn.call is not None else (),
-        final_answer=turn.final_answer,
-        format_error=turn.format_error,
-        usage=done.usage,
-        finish_reason=done.finish_reason,
-        tool_mode=mode,
-    )
-
-
-def _native_response(
-    done: Completion,
-    *,
-    thought: str = "",
-    calls: tuple[ToolCall, ...] = (),
-    final_answer: str | None = None,
-    format_error: str | None = None,
-) -> LLMResponse:
-    refused = _refused(done, "native")
-    if refused is not None:
-        return refused
-    return LLMResponse(
-        content=done.text,
-        thought=thought,
-        tool_calls=calls,
-        final_answer=final_answer,
-        format_error=format_error,
-        usage=done.usage,
-        finish_reason=done.finish_reason,
-        tool_mode="native",
-    )
-
-
-def _refused(done: Completion, mode: ToolMode) -> LLMResponse | None:
-    """A reply the server marks as the model's refusal (OpenAI's `refusal`, or finish_reason
-    `content_filter` as OpenAI, Azure and vLLM's guardrails send it): its words are the final answer,
-    whatever mode asked; None for any other reply."""
-    if done.refusal is None and done.finish_reason != "content_filter":
-        return None
-    words = done.refusal or done.text.strip() or FILTERED
-    return LLMResponse(
-        content=done.text,
-        final_answer=words,
-        usage=done.usage,
-        finish_reason=done.finish_reason,
-        tool_mode=mode,
-        refusal=words,
-    )
+    return text_response(Completion(text, done.calls, done.usage, finish), turn, "react")
 
 
 def _payload(config: LLMConfig, messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 _TOOLS_REFUSAL = re.compile(r"tool|unsupported|not supported", re.IGNORECASE)
 # ... that it cannot take this `response_format` (llama-cpp-python 0.3.36 says so with HTTP 500).
 _FORMAT_REFUSAL = re.compile(r"response_format|json_schema", re.IGNORECASE)
+# ... that it cannot take image parts (a text-only model, or a server without vision support).
+_IMAGES_REFUSAL = re.compile(r"image|vision|multimodal|multi-modal", re.IGNORECASE)
 ERROR_BODY_LIMIT = 64 * 1024  # of an error page: enough for the server's own message
 REPOINT = (
     " Start the model server, or point mini-agent at a running one: set OPENAI_BASE_URL, pass"
@@ -47,6 +49,11 @@ class HTTPStatusError(Exception):
         if self.status == 429:
             return False
         return self.status in (400, 422) or bool(_TOOLS_REFUSAL.search(self.body))
+
+    @property
+    def refuses_images(self) -> bool:
+        """A 4xx or 5xx whose words name images: the request's image parts were not taken."""
+        return self.status >= 400 and self.status != 429 and bool(_IMAGES_REFUSAL.search(self.body))
 
     @property
     def refuses_format(self) -> bool:
@@ -130,6 +137,18 @@ def notice_settled(config: LLMConfig, mode: ToolMode, why: str | None = None) ->
     message = (
         f"Auto tool mode: the model server at {config.base_url} {because}; model {config.model} goes on "
         f"in {name} mode (set llm.toolMode to pick one)."
+    )
+    log.info("%s", message)
+    notice = ON_RETRY.get()
+    if notice is not None:
+        notice(message)
+
+
+def notice_images_left_out(config: LLMConfig) -> None:
+    """Say that this server refused image parts, so images go as a note from now on (log and status)."""
+    message = (
+        f"The model server at {config.base_url} refused the images for model {config.model}: they are "
+        "left out (the model is told so) for this model from now on."
     )
     log.info("%s", message)
     notice = ON_RETRY.get()

@@ -10,19 +10,23 @@ from typing import Any
 
 from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
 from mini_agent.llm import textcalls
+from mini_agent.llm.react import left_out
 from mini_agent.llm.replies import RawCall
 
 NewId = Callable[[], str]
 
 
-def message(entry: Message) -> dict[str, Any]:
-    """One history entry as OpenAI wants it; earlier turns render to the same bytes every time."""
+def message(entry: Message, *, images: bool = True) -> dict[str, Any]:
+    """One history entry as OpenAI wants it; earlier turns render to the same bytes every time. Without
+    `images` (a server that refused them), a turn's images are a note in its text, as react gives it."""
     if entry.role is Role.TOOL:
         if entry.tool_call_id is None:
             return {"role": "user", "content": "Observation: " + entry.content}
         return {"role": "tool", "tool_call_id": entry.tool_call_id, "content": entry.content}
     out: dict[str, Any] = {"role": entry.role.value, "content": entry.content}
-    if entry.images:  # OpenAI's content parts: the words, then each image as a data URL
+    if entry.images and not images:
+        out["content"] = entry.content + left_out(entry.images)
+    elif entry.images:  # OpenAI's content parts: the words, then each image as a data URL
         out["content"] = [
             {"type": "text", "text": entry.content},
             *({"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
