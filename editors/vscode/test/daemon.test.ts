@@ -149,8 +149,10 @@ describe("approvals", () => {
 
   test("allow always is held by the extension; revoked, the next call asks again; a rejection reaches the model", async () => {
     const call = { content: COUNT_SCHEMA[0] };
+    // another file: the same call again would be answered from its first result (llm.harness.knownResults)
+    const another = { content: COUNT_SCHEMA[0].replace("schema.py", "metrics.py").replace("schema.py", "metrics.py") };
     const rejected = { content: "Final Answer: not allowed: {last_observation}" };
-    r = await rig([call, call, FINAL, call, rejected], ["allow_always", "reject_once"]);
+    r = await rig([call, another, FINAL, call, rejected], ["allow_always", "reject_once"]);
     const [tool] = await r.client.registerFunction(path.join(r.workspace, "tools.py"), "count_file_lines", {
       requiresApproval: true,
     });
