@@ -1,7 +1,8 @@
 """Every `mini-agent` command line and client program in the README and the docs runs here exactly
 as written, so the documentation cannot drift from the program.
 
-The examples are read from the fenced blocks of README.md, docs/*.md and editors/*/README.md: each
+The examples are read from the fenced blocks of README.md, docs/*.md, docs/editors/*.md and
+editors/*/README.md: each
 line of a `sh` / `bash` / `shell` / `console` block (there, each `$ ` line) that runs `mini-agent`,
 and each `python` block that uses mini_agent_client, is one test. They run in document order (bash
 with `pipefail`; Python as a script) in one copy of the example workspace, against the replay model
@@ -32,6 +33,7 @@ from mini_agent.scripted import ReplayServer
 from ...support.daemon import EXAMPLE, ROOT, daemon_env
 
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+             *sorted((ROOT / "docs" / "editors").glob("*.md")),
              *sorted((ROOT / "editors").glob("*/README.md"))]
 SHELLS = {"sh", "bash", "shell", "console"}
 FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w-]*)")
@@ -48,6 +50,7 @@ EXPECTED = {
     "sessions": r"sess_[0-9a-f]+",
     "models": r"(?m)^\* \S+",  # the current model, marked
     "doctor": r"(?m)^sandbox: (on|off|unavailable|unconfined) ",
+    "setup": r"(?m)^Saved to \S+settings\.json \(readable by you alone\)\.$",
     "python": r"schema\.py has \d+ lines",
 }
 # A client program runs as written, with top-level `async with` / `await` allowed (as in
