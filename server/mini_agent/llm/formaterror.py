@@ -6,9 +6,23 @@ observation, so the wording is part of the protocol: it is what a small model re
 
 from __future__ import annotations
 
+import re
+
 from mini_agent.core.contracts import ToolSpec
 
 _EXCERPT_CHARS = 300
+# What a model writes from Python in place of JSON, and what JSON wants instead; the first found is named.
+# Read on the text as written: nothing is repaired, the model writes it again.
+_NOT_JSON = (
+    (re.compile(r"""(?<![\w"])r["']"""),
+     'JSON strings have no r prefix: write "…" and each backslash twice '
+     '(a regular expression \\d+ is "\\\\d+")'),
+    (re.compile(r'"(?:[^"\\]|\\["\\/bfnrtu])*\\[^"\\/bfnrtu]'),
+     'a backslash in a JSON string starts an escape: write each backslash twice ("\\\\d" for \\d)'),
+    (re.compile(r"""[{,\[]\s*'|'\s*:"""), 'JSON strings and keys are in double quotes: "key": "value"'),
+    (re.compile(r"(?<![\w\"])(True|False|None)(?![\w\"])"), "JSON writes true, false and null (lowercase)"),
+    (re.compile(r",\s*[}\]]"), "JSON allows no comma before } or ]"),
+)
 
 
 def excerpt(raw: str) -> str:
@@ -20,13 +34,17 @@ def excerpt(raw: str) -> str:
     return f"{raw[:_EXCERPT_CHARS]} … [{len(raw) - _EXCERPT_CHARS} more characters]"
 
 
-def message(problem: str, raw: str, *, truncated: bool, detail: str | None, expected: str) -> str:
-    """What was wrong, the model's own text, and the format `expected` instead."""
+def message(
+    problem: str, raw: str, *, truncated: bool, detail: str | None, expected: str, hint: str | None = None
+) -> str:
+    """What was wrong, the model's own text, what to change (`hint`), and the format `expected`."""
     lines = [f"Format error: {problem}."]
     if truncated:
         lines.append("Your reply was cut off by the token limit before it was complete; write less.")
     if detail:
         lines.append(f"JSON decoder: {detail}")
+    if hint:
+        lines.append(f"To fix: {hint}")
     lines += [f"Your text: {excerpt(raw)}", "Reply in exactly this format:", expected]
     return "\n".join(lines)
 
@@ -52,3 +70,13 @@ def _argument_names(spec: ToolSpec) -> str:
     if names:
         return f"every argument is optional ({', '.join(names)}); {{}} leaves them all out"
     return "it takes none: write {}"
+
+
+def json_hint(raw: str) -> str | None:
+    """What to change in `raw`, text that failed to decode as JSON, when it is a Python-ism the
+    decoder's own words do not name (a raw string, a lone backslash, single quotes, True, a trailing
+    comma); None when none is seen."""
+    for pattern, hint in _NOT_JSON:
+        if pattern.search(raw):
+            return hint
+    return None

@@ -423,9 +423,9 @@ class _Parser:
     def _turn(self, *, call: ToolCall | None = None, answer: str | None = None) -> ReactTurn:
         return ReactTurn(thought=self._joined(), call=call, final_answer=answer, format_error=None)
 
-    def _error(self, problem: str, raw: str, detail: str | None = None) -> ReactTurn:
+    def _error(self, problem: str, raw: str, detail: str | None = None, hint: str | None = None) -> ReactTurn:
         message = formaterror.message(
-            problem, raw, truncated=self.truncated, detail=detail, expected=EXPECTED_FORMAT
+            problem, raw, truncated=self.truncated, detail=detail, expected=EXPECTED_FORMAT, hint=hint
         )
         return ReactTurn(thought=self._joined(), call=None, final_answer=None, format_error=message)
 
@@ -454,7 +454,8 @@ class _Parser:
         if decoded is None:
             return self._error(f"the Action Input for `{name}` is empty", self.text[line_start:end])
         if decoded.error is not None:
-            return self._error(self._json_problem(name, decoded), decoded.raw, decoded.error)
+            hint = None if decoded.incomplete else formaterror.json_hint(decoded.raw)
+            return self._error(self._json_problem(name, decoded), decoded.raw, decoded.error, hint)
         if not isinstance(decoded.value, dict):
             problem = f"the Action Input for `{name}` must be a JSON object, not {_json_kind(decoded.value)}"
             return self._error(problem, decoded.raw)

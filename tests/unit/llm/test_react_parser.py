@@ -495,6 +495,27 @@ def test_invalid_json_is_reported_not_repaired(raw: str, decoder: str) -> None:
     assert raw in message
 
 
+@pytest.mark.parametrize(
+    ("raw", "fix"),
+    [
+        ('{"pattern": r"CODES = \\{.*\\}", "folder": "shop"}', "JSON strings have no r prefix"),
+        ('{"pattern": "\\d+ items"}', "a backslash in a JSON string starts an escape"),
+        ("{'q': 'weather'}", 'JSON strings and keys are in double quotes: "key": "value"'),
+        ('{"q": "weather", "fresh": True}', "JSON writes true, false and null (lowercase)"),
+        ('{"q": "weather",}', "JSON allows no comma before } or ]"),
+    ],
+    ids=["raw string", "lone backslash", "single quotes", "Python True", "trailing comma"],
+)
+def test_a_python_ism_in_the_json_is_named_with_what_to_write_instead(raw: str, fix: str) -> None:
+    message = error_of(f"Thought: t\nAction: web_search\nAction Input: {raw}")
+    assert "is not valid JSON" in message and f"To fix: {fix}" in message
+
+
+def test_json_that_is_wrong_otherwise_gets_no_hint() -> None:
+    assert "To fix:" not in error_of('Action: web_search\nAction Input: {"q": "weather" "n": 3}')
+    assert "To fix:" not in error_of('Action: web_search\nAction Input: {"q": "weather"')  # unclosed
+
+
 def test_unclosed_object_is_reported() -> None:
     message = error_of('Action: web_search\nAction Input: {"q": "weather", "n": 3')
     assert "the JSON object in the Action Input for `web_search` ends before it is closed" in message
