@@ -250,9 +250,11 @@ class Workspace:
 
     @property
     def model_server_named(self) -> bool:
-        """Whether some layer (the request, the trusted workspace file, the environment, the user's
-        settings) names a model server, rather than the default address standing in."""
-        return self.options.llm.model_dump(exclude_none=True).get("base_url") is not None
+        """Whether some layer (the request, the workspace file, the environment, the user's settings)
+        names a model server, rather than the default address standing in. A file's server counts
+        before the folder is trusted: the trust prompt that comes first asks about it."""
+        named = self.options.llm.model_dump(exclude_none=True).get("base_url") is not None
+        return named or "base_url" in self.config.llm
 
     async def _configured_tools(self) -> list[str]:
         """The files the workspace configuration file names, registered as a stored record would be."""

@@ -76,3 +76,22 @@ async def test_a_new_user_sets_up_in_a_terminal_and_the_agent_then_finishes_the_
     assert answer.stop_reason == "end_turn"
     assert said(recorder.of(session.session_id)) == ANSWER.format(count=21)
     assert all(e.headers.get("Authorization") == f"Bearer {SECRET}" for e in model.exchanges)
+
+
+@pytest.mark.asyncio
+async def test_a_folder_whose_file_names_the_server_asks_for_trust_not_for_sign_in(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    async with ReplayServer([{"content": "Final Answer: from the file's server"}]) as model:
+        (workspace / "pyproject.toml").write_text(
+            f'[tool.mini-agent.llm]\nbase_url = "{model.base_url}"\nmodel = "replay"\n', encoding="utf-8"
+        )
+        async with acp_agent(workspace) as (conn, _, recorder):  # not trusted yet
+            recorder.answer = lambda request: "allow_once"
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            answer = await conn.prompt(session_id=session.session_id, prompt=text("hello"))
+    assert [r["toolCall"]["title"] for r in recorder.permission_requests] == ["Trust this folder?"]
+    assert answer.stop_reason == "end_turn"
+    assert said(recorder.of(session.session_id)) == "from the file's server"
