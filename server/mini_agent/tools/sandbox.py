@@ -11,7 +11,9 @@ A `Confinement` is applied once per tool host process, by `apply`, before any wo
 2. A user namespace with its own mount namespace, and its own network namespace when the network is
    off: an empty one, where not even the loopback device is up, so no TCP, UDP, DNS or abstract Unix
    socket reaches anything outside. The protected paths that exist (`.git`, `.mini-agent`, the `.env`
-   files at the workspace root) are bound read-only over themselves.
+   files at the workspace root) are bound read-only over themselves. Which exist is part of the
+   confinement, read at each call: one created since a host started (a `git init`) gets a new host
+   that binds it, rather than a host that left it writable.
 3. Landlock: writing, creating, removing, renaming and truncating only beneath `writable` (device
    files under /dev may still be written, e.g. /dev/null); with the network off, TCP bind and connect
    refused as well (ABI 4), and signals and abstract sockets kept within the sandbox (ABI 6). A
@@ -108,9 +110,14 @@ def for_tool(root: Path, temp: str, *, read_only: bool | None, open_world: bool 
     if read_only:
         return Confinement(network=bool(open_world), label="read-only")
     writable = tuple(dict.fromkeys((str(root), os.path.realpath(temp))))
-    protected = tuple(str(root / name) for name in PROTECTED)
+    protected = protected_paths(root)
     label = "open-world" if open_world else "workspace"
     return Confinement(writable, protected, network=bool(open_world), label=label)
+
+
+def protected_paths(root: Path) -> tuple[str, ...]:
+    """The protected paths of `root` that exist now (a link among them too: it is never followed)."""
+    return tuple(path for path in (str(root / name) for name in PROTECTED) if os.path.lexists(path))
 
 
 # Where a stdio MCP server keeps its state (npx's and uvx's caches, logs), writable beside the workspace.
@@ -122,7 +129,7 @@ def for_server(root: Path, temp: str, *, network: bool, writable: tuple[str, ...
     folder and its usual state; the same protected paths as a tool's."""
     state = (os.path.expanduser(path) for path in (*SERVER_STATE, *writable))
     roots = tuple(dict.fromkeys((str(root), os.path.realpath(temp), *state)))
-    protected = tuple(str(root / name) for name in PROTECTED)
+    protected = protected_paths(root)
     return Confinement(roots, protected, network=network, label="mcp-server")
 
 

@@ -184,6 +184,19 @@ async def test_writes_go_only_to_the_workspace_and_the_temp_folder(
 
 
 @pytest.mark.asyncio
+async def test_a_protected_file_made_after_the_host_started_is_read_only_to_the_next_call(
+    host: ToolHost, roots: tuple[Path, Path]
+) -> None:
+    workspace, _ = roots
+    first = await run(host, workspace, "write", CONFINED, path=str(workspace / "a.txt"), text="a")
+    assert first.output == "written" and host.running == 1  # a host runs, started before the file existed
+    (workspace / ".env.local").write_text("SECRET=1\n")
+    refused = await run(host, workspace, "write", CONFINED, path=str(workspace / ".env.local"), text="evil")
+    assert refused.is_error and "Read-only" in refused.output, refused.output
+    assert (workspace / ".env.local").read_text() == "SECRET=1\n"
+
+
+@pytest.mark.asyncio
 async def test_a_symlink_swapped_in_after_approval_does_not_lead_a_write_outside(
     host: ToolHost, roots: tuple[Path, Path]
 ) -> None:

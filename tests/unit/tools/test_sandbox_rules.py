@@ -21,8 +21,19 @@ def test_a_read_only_tool_gets_no_writes_and_no_network() -> None:
 def test_an_undeclared_tool_writes_the_workspace_and_the_temp_folder_and_has_no_network() -> None:
     confinement = sandbox.for_tool(ROOT, "/tmp", read_only=None, open_world=None)
     assert confinement.writable == (str(ROOT), "/tmp") and not confinement.network
-    protected = (".git", ".mini-agent", ".env", ".env.local")
-    assert confinement.protected == tuple(str(ROOT / name) for name in protected)
+
+
+def test_the_protected_paths_are_those_that_exist_and_one_made_later_changes_the_confinement(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".env").write_text("KEY=1\n")
+    before = sandbox.for_tool(tmp_path, "/tmp", read_only=None, open_world=None)
+    assert before.protected == (str(tmp_path / ".git"), str(tmp_path / ".env"))
+    (tmp_path / ".mini-agent").mkdir()  # made after a host started with `before`: that host is not reused
+    after = sandbox.for_tool(tmp_path, "/tmp", read_only=None, open_world=None)
+    assert after.protected == (str(tmp_path / ".git"), str(tmp_path / ".mini-agent"), str(tmp_path / ".env"))
+    assert after != before
 
 
 def test_an_open_world_tool_gets_the_network_and_the_same_writes() -> None:
