@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from acp.connection import Connection
 from acp.schema import (
     ClientCapabilities,
+    PermissionOption,
     RequestPermissionRequest,
     RequestPermissionResponse,
     SessionNotification,
@@ -29,6 +30,7 @@ from mini_agent.app.scope import Scope, Target
 from mini_agent.core.asking import ElicitAnswer, Elicitation
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.events import AgentEvent, UserTurn
+from mini_agent.core.expansion import EXPANDED, choice_name, offered
 from mini_agent.core.session import AgentSession, Decision
 
 if TYPE_CHECKING:
@@ -105,9 +107,13 @@ class AcpClient:
         if where is not None and outside is not None:
             shown = replace(call, arguments={**call.arguments, "path": str(where.path)})
             tool_call.title = f"{updates.title(shown)} outside the workspace"
-        request = RequestPermissionRequest(
-            session_id=session.session_id, tool_call=tool_call, options=editor_fs.options(where)
-        )
+        choices = editor_fs.options(where)
+        expansion = offered(session, call.id)
+        if expansion is not None:  # the sandbox refused this tool's last call: once-options, and the grant
+            grant = PermissionOption(option_id=EXPANDED.value, name=choice_name(expansion), kind="allow_once")
+            choices = [editor_fs.ONCE_OPTIONS[0], grant, *editor_fs.ONCE_OPTIONS[1:]]
+        sid = session.session_id
+        request = RequestPermissionRequest(session_id=sid, tool_call=tool_call, options=choices)
         try:
             raw = await editor_fs.send(conn, "session/request_permission", request)
             answer = RequestPermissionResponse.model_validate(raw).outcome

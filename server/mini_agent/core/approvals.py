@@ -2,7 +2,8 @@
 
 How each call is decided (`session.Ask`) is the approver's word where it gives one (`CallPolicy`: it
 may know that a call reaches outside the workspace), else its tool's `requires_approval`; the session's
-permission mode then has its say (`with_mode`). A call that
+permission mode then has its say (`with_mode`). A call of a tool whose last call the sandbox refused is
+asked every time, in every mode, with the expansion that would let it run on offer (`expansion`). A call that
 needs a decision gets a pending entry: decided at once by a standing decision of the session (unless
 it is asked every time), else asked of the approver (the editor's prompt, in a task the runtime owns,
 since the answer may come long after the step that asked has returned) and decided by whoever answers
@@ -19,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.errors import UnknownApproval
+from mini_agent.core.expansion import needed
 from mini_agent.core.flight import Flight
 from mini_agent.core.ports import Approver, SessionStore, ToolExecutor
 from mini_agent.core.session import (
@@ -71,12 +73,14 @@ class Approvals:
             spec = self._tools.get(call.name)
             if spec is None or pending_for(session, call.id) is not None:
                 continue
-            ask = self.ask_for(session, call, spec)
+            expansion = needed(session, call.name)
+            ask = Ask.EVERY_TIME if expansion is not None else self.ask_for(session, call, spec)
             if ask is Ask.NEVER:
                 continue
             every_time = ask is Ask.EVERY_TIME
             standing = None if every_time else session.standing_decisions.get(call.name)
-            session.pending.append(PendingApproval(call, step_index, standing, every_time=every_time))
+            entry = PendingApproval(call, step_index, standing, every_time=every_time, expansion=expansion)
+            session.pending.append(entry)
             if standing is None:
                 self._prompt(session, call, spec)
         return all(p.decision is not None for p in session.pending)
@@ -99,6 +103,8 @@ class Approvals:
             raise UnknownApproval(session.session_id, call_id)
         if pending.every_time:
             decision = decision.once
+        if decision is Decision.ALLOW_ONCE_EXPANDED and pending.expansion is None:
+            decision = Decision.ALLOW_ONCE  # nothing was offered: the call runs as confined as ever
         pending.decision, pending.reason = decision, reason
         if decision.standing:
             session.standing_decisions[pending.call.name] = decision

@@ -86,6 +86,19 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Expansion:
+    """What a call the tool sandbox refused would need to succeed, and what a person may grant that
+    one call (`core.expansion`): the network, or writes beneath one more folder."""
+
+    network: bool = False
+    write: str | None = None
+
+    def words(self) -> str:
+        """The expansion as a permission option names it."""
+        return "network access" if self.network else f"write access to {self.write}"
+
+
+@dataclass(frozen=True, slots=True)
 class Observation:
     call_id: str
     tool_name: str
@@ -96,6 +109,7 @@ class Observation:
     logs: str = ""  # what the tool printed to stdout/stderr while it ran
     shown: str | None = None  # what the model was shown when `output` was cut to fit its window
     structured: dict[str, Any] | None = None  # the result as the tool's `output_schema` describes it
+    expansion: Expansion | None = None  # the sandbox refused the call; this would have let it run
 
 
 @dataclass(frozen=True, slots=True)

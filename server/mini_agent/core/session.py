@@ -16,6 +16,7 @@ from mini_agent.core.contracts import (
     MAX_STEPS,
     Compaction,
     ContextUse,
+    Expansion,
     LLMConfig,
     Message,
     Observation,
@@ -46,10 +47,12 @@ class Decision(StrEnum):
     ALLOW_ALWAYS = "allow_always"
     REJECT_ONCE = "reject_once"
     REJECT_ALWAYS = "reject_always"
+    # this call, with the sandbox expansion its request offered (ACP kind `allow_once`)
+    ALLOW_ONCE_EXPANDED = "allow_once_expanded"
 
     @property
     def allows(self) -> bool:
-        return self in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS)
+        return self in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS, Decision.ALLOW_ONCE_EXPANDED)
 
     @property
     def standing(self) -> bool:
@@ -58,6 +61,8 @@ class Decision(StrEnum):
     @property
     def once(self) -> Decision:
         """The same answer for one call only."""
+        if self is Decision.ALLOW_ONCE_EXPANDED:
+            return self
         return Decision.ALLOW_ONCE if self.allows else Decision.REJECT_ONCE
 
 
@@ -182,6 +187,7 @@ class PendingApproval:
     decision: Decision | None = None
     reason: str | None = None
     every_time: bool = False  # `Ask.EVERY_TIME`: no standing decision answers it, nor does its answer stand
+    expansion: Expansion | None = None  # offered with the request: the sandbox refused the tool's last call
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from mini_agent.core.budget import spent_on_context, too_long, window_use
 from mini_agent.core.checkpoints import Checkpoints
 from mini_agent.core.context import ContextKeeper
 from mini_agent.core.contracts import (
+    Expansion,
     LLMError,
     Message,
     Observation,
@@ -43,10 +44,11 @@ from mini_agent.core.events import (
     ToolCallStarted,
     UsageReported,
 )
+from mini_agent.core.expansion import GRANTED
 from mini_agent.core.flight import Flight, StepCancelled
 from mini_agent.core.loops import known_notes, streaks
 from mini_agent.core.ports import LLMClient, ToolExecutor, WindowProbe
-from mini_agent.core.session import AgentSession, StepRecord
+from mini_agent.core.session import AgentSession, Decision, StepRecord
 from mini_agent.core.trajectory import answered
 
 LOOP_NOTE = (
@@ -308,8 +310,12 @@ class Stepper:
                 self._observe(session, record, note(call, text))
             else:
                 runnable.append(call)
+        grants = {
+            p.call.id: p.expansion for p in session.pending
+            if p.step_index == record.index and p.decision is Decision.ALLOW_ONCE_EXPANDED
+        }  # fmt: skip
         session.pending = [p for p in session.pending if p.step_index != record.index]
-        await self._execute_all(session, record, runnable, flight)
+        await self._execute_all(session, record, runnable, flight, grants)
 
     async def _decisions(
         self, session: AgentSession, record: StepRecord, calls: list[ToolCall], flight: Flight, wait: bool
@@ -326,8 +332,14 @@ class Stepper:
         return True
 
     async def _execute_all(
-        self, session: AgentSession, record: StepRecord, calls: list[ToolCall], flight: Flight
+        self,
+        session: AgentSession,
+        record: StepRecord,
+        calls: list[ToolCall],
+        flight: Flight,
+        grants: dict[str, Expansion | None],
     ) -> None:
+        """Run the calls (each with the sandbox expansion a person granted it, if any: `GRANTED`)."""
         if not calls:
             return
         ids = {call.id for call in calls}
@@ -343,9 +355,11 @@ class Stepper:
                 observation = self._context.read(session, record, call)
             else:
                 live = LIVE_SINK.set(self._live(session.session_id, record.index, call.id))
+                granted = GRANTED.set(grants.get(call.id))
                 try:
                     observation = await self._tools.execute(call, session_id=session.session_id)
                 finally:
+                    GRANTED.reset(granted)
                     LIVE_SINK.reset(live)
                 if observation.is_error and session.config.llm.harness.repair_hints:
                     task = answercheck.current_task(session.messages)

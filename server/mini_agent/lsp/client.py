@@ -18,6 +18,7 @@ from mini_agent.app.port import Answer, ToolList
 from mini_agent.core.asking import ElicitAction, ElicitAnswer, Elicitation
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.events import AgentEvent
+from mini_agent.core.expansion import EXPANDED, choice_name, offered
 from mini_agent.core.session import AgentSession
 from mini_agent.lsp import wire
 
@@ -44,12 +45,18 @@ class LspClient:
 
     async def ask_permission(self, session: AgentSession, call: ToolCall, spec: ToolSpec) -> Answer | None:
         """Ask the editor; any failure means 'no answer yet' and the decision may come via agent/approve."""
-        params = {
+        params: dict[str, Any] = {
             "sessionId": session.session_id,
             "toolCall": wire.tool_call(call),
             "tool": wire.tool_spec(spec),
             "options": wire.PERMISSION_OPTIONS,
         }
+        expansion = offered(session, call.id)
+        if expansion is not None:  # the sandbox refused this tool's last call: once-options, and the grant
+            grant = {"optionId": EXPANDED.value, "name": choice_name(expansion), "kind": "allow_once"}
+            once = [o for o in wire.PERMISSION_OPTIONS if o["kind"] in ("allow_once", "reject_once")]
+            params["options"] = [once[0], grant, *once[1:]]
+            params["expansion"] = {"network": expansion.network, "write": expansion.write}
         try:
             answer = await self._request("agent/requestPermission", params)
         except Exception as exc:  # the client may not implement it; agent/approve still works

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import os
 import signal
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mini_agent.core.contracts import MAX_OUTPUT_BYTES, TOOL_TIMEOUT_SEC, ToolOptions
+from mini_agent.core.expansion import GRANTED
 from mini_agent.plumbing import tracecontext
 from mini_agent.tools import protocol, reaper, sandbox
 from mini_agent.tools.frames import FrameReader
@@ -316,6 +318,9 @@ class ToolHost:
         confinement = self._confinement(
             read_only=declared.get("readOnlyHint"), open_world=declared.get("openWorldHint")
         )
+        granted = GRANTED.get()  # a person's grant for this call alone (`core.expansion`)
+        if confinement is not None and granted is not None:
+            confinement = sandbox.expanded(confinement, granted)
         try:
             async with self._lease(confinement) as worker:
                 generation = self._generation.get(key, 0)
@@ -337,7 +342,8 @@ class ToolHost:
         except HostDied as exc:  # the host could not even start
             return CallResult(f"cannot run {tool_name}: {exc}", True)
         if confinement is not None and reply.is_error:
-            return sandbox.explained(reply, confinement)
+            expansion = sandbox.expansion_for(reply.output, confinement)
+            return dataclasses.replace(sandbox.explained(reply, confinement), expansion=expansion)
         return reply
 
     async def aclose(self) -> None:

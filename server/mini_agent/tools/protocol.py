@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic_core import from_json, to_json
 
-from mini_agent.core.contracts import ToolOptions, ToolSource
+from mini_agent.core.contracts import Expansion, ToolOptions, ToolSource
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 256 * 1024 * 1024
@@ -190,6 +190,8 @@ class CallResult:
     logs: str = ""
     # the value as its output schema describes it: a copy of what `output` says, so not compared
     structured: dict[str, Any] | None = field(default=None, compare=False)
+    # the daemon's reading of a refusal by the sandbox (`sandbox.expansion_for`); never on the wire
+    expansion: Expansion | None = field(default=None, compare=False)
 
     def wire(self) -> dict[str, Any]:
         return {

@@ -261,6 +261,7 @@ class ToolRegistry:
             truncated=result.truncated,
             logs=result.logs,
             structured=result.structured,
+            expansion=result.expansion,
         )
 
     async def aclose(self) -> None:

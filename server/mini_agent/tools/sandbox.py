@@ -36,11 +36,13 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import struct
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_agent.core.contracts import Expansion
 from mini_agent.tools.protocol import CallResult
 
 PRETEND_ENV = "MINI_AGENT_SANDBOX_PRETEND"
@@ -131,6 +133,51 @@ def for_server(root: Path, temp: str, *, network: bool, writable: tuple[str, ...
     roots = tuple(dict.fromkeys((str(root), os.path.realpath(temp), *state)))
     protected = protected_paths(root)
     return Confinement(roots, protected, network=network, label="mcp-server")
+
+
+# A refused connection or name lookup, as Python and the C library word it; a refused write, with its path.
+_NETWORK_REFUSALS = ("Network is unreachable", "Temporary failure in name resolution",
+                     "Name or service not known")  # fmt: skip
+# Landlock refuses a TCP connect with EACCES; Python words it without a path (a refused write has one).
+_PATHLESS_DENIAL = re.compile(r"\[Errno 13\] Permission denied(?!: ')")
+_WRITE_REFUSAL = re.compile(
+    r"\[Errno (?:13|30)\] (?:Permission denied|Read-only file system): '([^'\n]{1,4096})'"
+)
+
+
+def expansion_for(output: str, confinement: Confinement) -> Expansion | None:
+    """What would let a call the sandbox refused run, read off its error: the network, when a
+    connection or a lookup failed with the network off; writes beneath the folder of a path whose write
+    was refused, unless it is a protected path (never offered) or the folder is `/`. None otherwise."""
+    if not confinement.network and (
+        any(refusal in output for refusal in _NETWORK_REFUSALS) or _PATHLESS_DENIAL.search(output)
+    ):
+        return Expansion(network=True)
+    match = _WRITE_REFUSAL.search(output)
+    if match is None:
+        return None
+    path = os.path.realpath(match.group(1))
+    if any(_within(path, os.path.realpath(guarded)) for guarded in confinement.protected):
+        return None
+    folder = path
+    while folder != os.path.dirname(folder) and not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return None if folder == os.path.dirname(folder) else Expansion(write=folder)
+
+
+def expanded(confinement: Confinement, expansion: Expansion) -> Confinement:
+    """`confinement` with a person's grant for one call; the protected paths stay read-only."""
+    if expansion.network:
+        return dataclasses.replace(confinement, network=True, label=f"{confinement.label}, with the network")
+    if expansion.write is None:
+        return confinement
+    writable = (*confinement.writable, expansion.write)
+    label = f"{confinement.label}, writes to {expansion.write}"
+    return dataclasses.replace(confinement, writable=writable, label=label)
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 # How a refusal of the sandbox reads in a tool's error: the errors the kernel gives a refused write
