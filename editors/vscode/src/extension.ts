@@ -36,7 +36,7 @@ import {
   type ModelItem,
 } from "./pickers";
 import {
-  APPROVAL_CHOICES,
+  approvalChoices,
   approvalPrompt,
   argumentsView,
   askTitle,
@@ -762,7 +762,7 @@ async function promptPermission(request: PermissionRequest, direct = false): Pro
   const picker = vscode.window.createQuickPick<ApprovalChoice & vscode.QuickPickItem>();
   picker.title = asked.title;
   picker.placeholder = asked.placeholder;
-  picker.items = [...APPROVAL_CHOICES];
+  picker.items = [...approvalChoices(request)];
   picker.activeItems = picker.items.filter((item) => item.decision === DEFAULT_DECISION);
   picker.ignoreFocusOut = true;
   const decision = await new Promise<Decision | undefined>((resolve) => {

@@ -5,7 +5,7 @@
  */
 
 import { plainLabel, plainMessage, visible } from "./inert";
-import type { Decision, RunResult, SessionStatus, StopReason, ToolCall } from "./protocol";
+import type { Decision, PermissionRequest, RunResult, SessionStatus, StopReason, ToolCall } from "./protocol";
 import { stopText } from "./trace";
 
 export interface ApprovalChoice {
@@ -22,6 +22,23 @@ export const APPROVAL_CHOICES: readonly ApprovalChoice[] = [
   { label: "Always reject", description: "reject every call of this tool until you revoke it", decision: "reject_always" },
 ];
 export const DEFAULT_DECISION: Decision = "reject_once";
+
+/**
+ * The choices for one request: the usual four, or, where the sandbox refused the tool's last call and
+ * the daemon offers to run this call beyond it, "Allow once", the daemon's "Allow once, with …" and
+ * "Reject" (once-only: nothing about such a call stands).
+ */
+export function approvalChoices(request: Pick<PermissionRequest, "options">): readonly ApprovalChoice[] {
+  const expanded = request.options.find((option) => option.optionId === "allow_once_expanded");
+  if (expanded === undefined) return APPROVAL_CHOICES;
+  const [allowOnce, , reject] = APPROVAL_CHOICES;
+  const grant: ApprovalChoice = {
+    label: plainLabel(expanded.name),
+    description: "this call only, beyond the sandbox that refused the last one",
+    decision: "allow_once_expanded",
+  };
+  return [allowOnce, grant, reject];
+}
 
 /** Characters of a call's arguments the approval review shows; a line after them says how many more. */
 export const ARGUMENTS_SHOWN_CHARS = 2000;

@@ -37,7 +37,7 @@ export type StopReason =
   | "max_tokens"
   | "error";
 export type ToolMode = "react" | "native" | "json" | "auto";
-export type Decision = "allow_once" | "allow_always" | "reject_once" | "reject_always";
+export type Decision = "allow_once" | "allow_always" | "reject_once" | "reject_always" | "allow_once_expanded";
 /** How often a session asks before a tool call (docs/protocol.md, agent/configureSession). */
 export type PermissionMode = "ask_always" | "ask_when_needed" | "ask_never";
 
@@ -192,6 +192,8 @@ export interface PermissionRequest {
   toolCall: ToolCall;
   tool: Tool;
   options: PermissionOption[];
+  /** The sandbox refused this tool's last call: what "allow_once_expanded" would let this call do. */
+  expansion?: { network: boolean; write: string | null };
 }
 
 export interface PermissionAnswer {
@@ -329,7 +331,8 @@ export class ApprovalPolicy {
   /** Answer one `agent/requestPermission`; throws ApprovalDeferred when the user postpones it. */
   async answer(request: PermissionRequest): Promise<PermissionAnswer> {
     const rule = this.rules.get(request.toolCall.name);
-    if (rule !== undefined) {
+    // a call the sandbox would refuse again is the person's to decide, whatever stands for the tool
+    if (rule !== undefined && request.expansion === undefined) {
       return { decision: rule.allow ? "allow_once" : "reject_once", reason: "standing rule in the editor" };
     }
     const choice = await this.prompt(request);

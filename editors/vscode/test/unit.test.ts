@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { describe, test } from "node:test";
 import { DaemonLogReader } from "../src/daemonLog";
 import { launchProblem, resolveLaunch, whichIn } from "../src/launch";
-import { APPROVAL_CHOICES, approvalPrompt, ARGUMENTS_SHOWN_CHARS, argumentsView, askTitle, continuesConversation, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
+import { APPROVAL_CHOICES, approvalChoices, approvalPrompt, ARGUMENTS_SHOWN_CHARS, argumentsView, askTitle, continuesConversation, DEFAULT_DECISION, OPEN_SETTINGS, RETRY, runNotice } from "../src/prompts";
 import { plainLabel, plainMessage, plainPrompt, visible, VSCODE_LINK } from "../src/inert";
 import {
   ApprovalDeferred,
@@ -528,5 +528,36 @@ describe("attached images", () => {
     assert.throws(() => attachmentOf("notes.txt", png), /notes\.txt is not a png, jpeg, gif or webp image/);
     assert.throws(() => attachmentOf("empty.png", new Uint8Array()), /empty\.png is empty/);
     assert.throws(() => attachmentOf("big.webp", new Uint8Array(MAX_IMAGE_BYTES + 1)), /big\.webp is larger than 5 MiB/);
+  });
+});
+
+describe("a call the sandbox refused", () => {
+  test("its request offers allow once, the daemon's expanded choice, and reject; others get the usual four", () => {
+    const options = [
+      { optionId: "allow_once", name: "Allow once", kind: "allow_once" as const },
+      { optionId: "allow_once_expanded", name: "Allow once, with network access", kind: "allow_once" as const },
+      { optionId: "reject_once", name: "Reject", kind: "reject_once" as const },
+    ];
+    const choices = approvalChoices({ options });
+    assert.deepEqual(choices.map((c) => c.decision), ["allow_once", "allow_once_expanded", "reject_once"]);
+    assert.equal(choices[1].label, "Allow once, with network access");
+    assert.equal(approvalChoices({ options: [] }), APPROVAL_CHOICES);
+  });
+
+  test("a standing rule of the extension does not answer it: the person decides", async () => {
+    const asked: string[] = [];
+    const policy = new ApprovalPolicy(async (request) => {
+      asked.push(request.toolCall.name);
+      return "allow_once_expanded";
+    });
+    policy.record("knock", "allow_always");
+    const call = { id: "c1", name: "knock", arguments: {}, rawArguments: "{}" } as never;
+    const tool = { name: "knock" } as never;
+    const usual = await policy.answer({ sessionId: "s", toolCall: call, tool, options: [] });
+    assert.equal(usual.decision, "allow_once");
+    const expanded = await policy.answer({
+      sessionId: "s", toolCall: call, tool, options: [], expansion: { network: true, write: null },
+    });
+    assert.deepEqual([expanded.decision, asked], ["allow_once_expanded", ["knock"]]);
   });
 });

@@ -18,7 +18,11 @@ M.DEFAULT_OPTIONS = {
 
 local DISMISSED = 'dismissed in the editor'
 
-local ALLOWED = { allow_once = '✓ allowed once', allow_always = '✓ allowed for this session' }
+local ALLOWED = {
+  allow_once = '✓ allowed once',
+  allow_always = '✓ allowed for this session',
+  allow_once_expanded = '✓ allowed once, beyond the sandbox',
+}
 local REJECTED = { reject_once = 'rejected', reject_always = 'rejected for this session' }
 
 --- Ask which decision to take for a tool call; a dismissed prompt counts as "reject once".
