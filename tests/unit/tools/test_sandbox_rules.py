@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mini_agent.core.contracts import Expansion
 from mini_agent.tools import sandbox
 from mini_agent.tools.protocol import CallResult
 
@@ -73,3 +74,37 @@ def test_the_user_turning_it_off_is_said_before_anything_else(monkeypatch: pytes
     assert sandbox.state(turned_off=True)[0] == "off"
     state, detail = sandbox.state(turned_off=False)
     assert state == "unavailable" and "offers no Landlock" in detail
+
+
+@pytest.mark.parametrize(
+    ("error", "expansion"),
+    [
+        ("knock raised PermissionError: [Errno 13] Permission denied", Expansion(network=True)),
+        ("OSError: [Errno 101] Network is unreachable", Expansion(network=True)),
+        ("gaierror: [Errno -3] Temporary failure in name resolution", Expansion(network=True)),
+        ("save raised PermissionError: [Errno 13] Permission denied: '{outside}/a/new.txt'", "{outside}"),
+        ("save raised OSError: [Errno 30] Read-only file system: '{root}/.git/config'", None),
+        ("save raised PermissionError: [Errno 13] Permission denied: '/etc/passwd'", Expansion(write="/etc")),
+        ("ValueError: bad input", None),
+    ],
+    ids=["landlock connect", "unreachable", "name lookup", "write outside", "protected", "etc", "other"],
+)
+def test_a_refusal_says_what_would_let_the_call_run_but_never_a_protected_path(
+    tmp_path: Path, error: str, expansion: Expansion | str | None
+) -> None:
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    for folder in (root / ".git", outside):
+        folder.mkdir(parents=True)
+    confinement = sandbox.for_tool(root, "/tmp", read_only=None, open_world=None)
+    text = error.format(root=root, outside=outside)
+    wanted = Expansion(write=str(outside)) if expansion == "{outside}" else expansion
+    assert sandbox.expansion_for(text, confinement) == wanted
+
+
+def test_an_open_world_tool_is_never_offered_the_network_and_a_grant_widens_one_confinement() -> None:
+    open_world = sandbox.for_tool(ROOT, "/tmp", read_only=None, open_world=True)
+    assert sandbox.expansion_for("[Errno 13] Permission denied", open_world) is None
+    confined = sandbox.for_tool(ROOT, "/tmp", read_only=None, open_world=None)
+    assert sandbox.expanded(confined, Expansion(network=True)).network
+    widened = sandbox.expanded(confined, Expansion(write="/srv/out"))
+    assert widened.writable == (*confined.writable, "/srv/out") and widened.protected == confined.protected
