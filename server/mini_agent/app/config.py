@@ -185,7 +185,7 @@ def merged_options(
         "apiKey": env.get("OPENAI_API_KEY"),
     }
     layers: list[Mapping[str, Any]] = [
-        {"llm": user.layer(env) if user is not None else {}},
+        user.layer(env) if user is not None else {"llm": {}},
         {"llm": {key: value for key, value in from_env.items() if value}},
         {
             "llm": {to_camel(key): value for key, value in from_file.items()},

@@ -2,11 +2,12 @@
 workspace file, above the defaults, read by every door and the CLI (`config.merged_options`).
 
 One JSON file in the user's state folder (`plumbing.statedir`), never in a workspace:
-`{"version": 1, "llm": {"baseUrl", "model"?, "apiKey"?, "apiKeyEnv"?}}`, written whole, 0600 in a
-0700 folder, as the trust store is. The API key is kept there, or the name of the environment
-variable that holds it (`apiKeyEnv`); either belongs to this `baseUrl` only. A file that cannot be
-used (unreadable, too large, not this shape) is a `SettingsError` naming it and the key: the user
-wrote it, so it is not skipped in silence.
+`{"version": 1, "llm": {"baseUrl", "model"?, "apiKey"?, "apiKeyEnv"?}, "tools"?: {"sandbox"?}}`,
+written whole, 0600 in a 0700 folder, as the trust store is. `tools.sandbox = "off"` is the user's
+own way to run tools unconfined (`mini-agent setup --sandbox off`); no workspace file can say it.
+The API key is kept there, or the name of the environment variable that holds it (`apiKeyEnv`);
+either belongs to this `baseUrl` only. A file that cannot be used (unreadable, too large, not this
+shape) is a `SettingsError` naming it and the key: the user wrote it, so it is not skipped in silence.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -43,11 +44,18 @@ class _Llm(BaseModel):
     api_key_env: str | None = Field(default=None, alias="apiKeyEnv", pattern=_ENV_NAME)
 
 
+class _Tools(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sandbox: Literal["on", "off"] | None = None
+
+
 class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     version: int = VERSION
     llm: _Llm
+    tools: _Tools = Field(default_factory=_Tools)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +67,7 @@ class UserSettings:
     model: str | None = None
     api_key: str | None = None
     api_key_env: str | None = None
+    sandbox: Literal["on", "off"] | None = None  # `off`: tools run unconfined, the user's choice alone
 
     def key(self, env: Mapping[str, str]) -> str | None:
         """The API key for `base_url`: the one kept, else the named variable's value."""
@@ -67,10 +76,11 @@ class UserSettings:
         return env.get(self.api_key_env) or None if self.api_key_env else None
 
     def layer(self, env: Mapping[str, str]) -> dict[str, Any]:
-        """These settings as an `initializationOptions` `llm` layer."""
+        """These settings as an `initializationOptions` layer: `llm`, and `tools.sandbox` when set."""
         key = self.key(env)
-        return {"baseUrl": self.base_url, **({"model": self.model} if self.model else {}),
-                **({"apiKey": key} if key else {})}
+        llm = {"baseUrl": self.base_url, **({"model": self.model} if self.model else {}),
+               **({"apiKey": key} if key else {})}  # fmt: skip
+        return {"llm": llm, **({"tools": {"sandbox": self.sandbox}} if self.sandbox else {})}
 
 
 def path(env: Mapping[str, str] | None = None) -> Path:
@@ -97,7 +107,7 @@ def load(env: Mapping[str, str] | None = None) -> UserSettings | None:
         words = f"{key}: {first['msg']}" if first else f"not JSON ({exc})"
         raise _unusable(where, words, key) from None
     llm = parsed.llm
-    return UserSettings(llm.base_url, llm.model, llm.api_key, llm.api_key_env)
+    return UserSettings(llm.base_url, llm.model, llm.api_key, llm.api_key_env, parsed.tools.sandbox)
 
 
 def save(settings: UserSettings, env: Mapping[str, str] | None = None) -> Path:
@@ -107,7 +117,10 @@ def save(settings: UserSettings, env: Mapping[str, str] | None = None) -> Path:
         "baseUrl": settings.base_url, "model": settings.model, "apiKey": settings.api_key,
         "apiKeyEnv": settings.api_key_env,
     })  # fmt: skip
-    text = json.dumps({"version": VERSION, "llm": llm.model_dump(by_alias=True, exclude_none=True)}, indent=1)
+    kept: dict[str, Any] = {"version": VERSION, "llm": llm.model_dump(by_alias=True, exclude_none=True)}
+    if settings.sandbox is not None:
+        kept["tools"] = {"sandbox": settings.sandbox}
+    text = json.dumps(kept, indent=1)
     with locked(where):
         write_private(where, text + "\n")
     return where

@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Literal, TextIO
 
 from mini_agent.app import user_settings
 from mini_agent.app.user_settings import UserSettings
@@ -78,6 +78,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     key.add_argument("--api-key-env", metavar="NAME", help="the environment variable that holds the API key")
     key.add_argument("--no-api-key", action="store_true", help="the server needs no API key")
     setup.add_argument("--skip-check", action="store_true", help="save without the test request")
+    setup.add_argument("--sandbox", choices=["on", "off"],
+                       help="run workspace tools confined by the kernel (on, the default) or not (off: your "
+                            "choice alone; no workspace file can make it); kept when not given")
 
 
 def setup_command(args: argparse.Namespace, prompts: Prompts | None = None) -> int:
@@ -118,7 +121,17 @@ async def _ask(args: argparse.Namespace, prompts: Prompts) -> UserSettings:
             prompts.tell(f"It did not answer: {safe(problem)}")
             if prompts.line("Save it anyway? (y/N)", "n").lower() not in ("y", "yes"):
                 raise SetupAborted("the server did not answer the test request")
-    return UserSettings(base_url, model, key or None, key_env)
+    sandbox: Literal["on", "off"] | None = args.sandbox or _kept_sandbox()
+    return UserSettings(base_url, model, key or None, key_env, sandbox)
+
+
+def _kept_sandbox() -> Literal["on", "off"] | None:
+    """The sandbox choice the settings hold now (a new set-up keeps it)."""
+    try:
+        kept = user_settings.load()
+    except user_settings.SettingsError:
+        return None
+    return kept.sandbox if kept is not None else None
 
 
 async def _server(prompts: Prompts) -> str:

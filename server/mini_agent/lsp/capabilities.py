@@ -118,11 +118,19 @@ def trust_capability(params: dict[str, Any]) -> dict[str, Any]:
 def sandbox_capability(params: dict[str, Any]) -> dict[str, Any]:
     """`{state, detail, landlockAbi}`: what this daemon's tool calls get (`tools.sandbox.state`), so
     an editor's health check and status can show it."""
+    from mini_agent.app import user_settings
     from mini_agent.tools import sandbox
 
     options = params.get("initializationOptions") or {}
     tools = options.get("tools") if isinstance(options, dict) else None
-    state, detail = sandbox.state(turned_off=isinstance(tools, dict) and tools.get("sandbox") == "off")
+    asked = tools.get("sandbox") if isinstance(tools, dict) else None
+    if asked is None:  # the user's own settings decide below the editor's (`app.user_settings`)
+        try:
+            kept = user_settings.load()
+        except user_settings.SettingsError:
+            kept = None  # every request answers with the file's problem
+        asked = kept.sandbox if kept is not None else None
+    state, detail = sandbox.state(turned_off=asked == "off")
     return {"state": state, "detail": detail, "landlockAbi": sandbox.landlock_abi()}
 
 

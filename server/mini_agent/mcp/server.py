@@ -150,8 +150,11 @@ def main(
     http_bounds: HttpBounds | None = None,
 ) -> int:
     """Defaults are the daemon's (`initializationOptions.tools`), and so is every other tool-host
-    setting (the sandbox: MINI_AGENT_SANDBOX)."""
-    given = {"timeout_sec": timeout_sec, "max_output_bytes": max_output_bytes, "max_memory_mb": max_memory_mb}
+    setting (the sandbox: the user's settings, `mini-agent setup --sandbox`, or MINI_AGENT_SANDBOX)."""
+    given: dict[str, object] = {
+        "timeout_sec": timeout_sec, "max_output_bytes": max_output_bytes, "max_memory_mb": max_memory_mb,
+        "sandbox": _users_sandbox(),
+    }  # fmt: skip
     tools = ToolHostOptions.model_validate({k: v for k, v in given.items() if v is not None}, by_name=True)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every request at INFO
@@ -169,3 +172,16 @@ def main(
         if provider is not None:
             provider.shutdown()
     return result
+
+
+def _users_sandbox() -> str | None:
+    """The sandbox choice of the user's own settings (`app.user_settings`); None when unsaid or unreadable
+    (the sandbox stays on)."""
+    from mini_agent.app import user_settings
+
+    try:
+        kept = user_settings.load()
+    except user_settings.SettingsError as exc:
+        log.warning("%s", exc)
+        return None
+    return kept.sandbox if kept is not None else None

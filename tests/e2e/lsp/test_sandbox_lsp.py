@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mini_agent.app import user_settings
+from mini_agent.app.user_settings import UserSettings
 from mini_agent.scripted import ReplayServer
 
 from ...support.raw import RawDaemon
@@ -130,3 +132,23 @@ async def test_a_call_the_sandbox_refused_is_asked_again_with_the_network_on_off
     assert [o["optionId"] for o in asked["options"]] == ["allow_once", "allow_once_expanded", "reject_once"]
     assert asked["options"][1]["name"] == "Allow once, with network access"
     assert asked["expansion"] == {"network": True, "write": None}
+
+
+def test_the_users_own_settings_can_turn_the_sandbox_off_and_a_workspace_file_cannot(
+    workspace: Path, state_dir: Path
+) -> None:
+    (workspace / "pyproject.toml").write_text('[tool.mini-agent.tools]\nsandbox = "off"\n', encoding="utf-8")
+    daemon = RawDaemon(workspace)
+    try:
+        refused = daemon.initialize({})
+    finally:
+        daemon.close()
+    assert refused["result"]["capabilities"]["experimental"]["agent"]["sandbox"]["state"] == "on"
+    (workspace / "pyproject.toml").unlink()
+    user_settings.save(UserSettings("http://127.0.0.1:9/v1", sandbox="off"))  # mini-agent setup --sandbox off
+    daemon = RawDaemon(workspace)
+    try:
+        agent = daemon.initialize({})["result"]["capabilities"]["experimental"]["agent"]
+    finally:
+        daemon.close()
+    assert agent["sandbox"]["state"] == "off"

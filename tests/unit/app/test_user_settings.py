@@ -61,3 +61,13 @@ def test_a_key_named_by_its_variable_is_read_from_the_environment_for_the_users_
     assert "apiKey" not in merged_options(WorkspaceConfig(), None, {}, named)["llm"]
     request = {"llm": {"apiKey": "sk-req"}}  # the request names no server: its key is for the user's
     assert merged_options(WorkspaceConfig(), request, {}, named)["llm"]["apiKey"] == "sk-req"
+
+
+def test_the_users_sandbox_choice_is_kept_and_becomes_the_tools_setting(state_dir: Path) -> None:
+    off = UserSettings("http://user/v1", sandbox="off")
+    user_settings.save(off)
+    assert user_settings.load() == off
+    assert merged_options(WorkspaceConfig(), None, {}, off)["tools"] == {"sandbox": "off"}
+    request = {"tools": {"sandbox": "on"}}  # the editor's own setting still decides over it
+    assert merged_options(WorkspaceConfig(), request, {}, off)["tools"] == {"sandbox": "on"}
+    assert "tools" not in merged_options(WorkspaceConfig(), None, {}, USER)
