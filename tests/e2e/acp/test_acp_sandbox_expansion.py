@@ -4,7 +4,6 @@ call reaches the service, and the one after it is confined again."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -12,44 +11,27 @@ import pytest
 from mini_agent.scripted import ReplayServer
 
 from ...support.acp import acp_agent, calls, text, workspace_config
-
-KNOCK = '''
-import socket
-
-def knock(port: int, note: str = "") -> str:
-    """Say hello to a local service."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-        return conn.recv(16).decode()
-'''
+from ...support.listener import KNOCK, greeting_listener
 
 
 @pytest.mark.asyncio
 async def test_the_network_is_offered_for_the_next_call_once_and_only_that_call_gets_it(
     workspace: Path,
 ) -> None:
-    async def greet(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"hello")
-        await writer.drain()
-        writer.close()
+    async with greeting_listener() as port:
+        (workspace / "knock.py").write_text(KNOCK, encoding="utf-8")
 
-    listener = await asyncio.start_server(greet, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
-    (workspace / "knock.py").write_text(KNOCK, encoding="utf-8")
+        def knock(note: str) -> dict[str, str]:
+            args = json.dumps({"port": port, "note": note})
+            return {"content": f"Thought: knock.\nAction: knock\nAction Input: {args}"}
 
-    def knock(note: str) -> dict[str, str]:
-        args = json.dumps({"port": port, "note": note})
-        return {"content": f"Thought: knock.\nAction: knock\nAction Input: {args}"}
-
-    script = [knock("first"), knock("granted"), knock("after"), {"content": "Final Answer: done"}]
-    try:
+        script = [knock("first"), knock("granted"), knock("after"), {"content": "Final Answer: done"}]
         async with ReplayServer(script) as model:
             workspace_config(workspace, model.base_url, tools='tools = ["knock.py"]')
             async with acp_agent(workspace, trust=True) as (conn, _, recorder):
                 recorder.answer = lambda request: "allow_once_expanded"
                 sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
                 await conn.prompt(session_id=sid, prompt=text("knock three times"))
-    finally:
-        listener.close()
     outputs = [c[-1]["rawOutput"]["output"] for c in calls(recorder.of(sid)).values()]
     assert "Permission denied" in outputs[0] and outputs[1] == "hello" and "Permission denied" in outputs[2]
     (asked,) = recorder.permission_requests

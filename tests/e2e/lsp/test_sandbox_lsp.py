@@ -3,7 +3,6 @@ and `tools.sandbox = "off"` (the user's own setting) runs it unconfined."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from mini_agent.app import user_settings
 from mini_agent.app.user_settings import UserSettings
 from mini_agent.scripted import ReplayServer
 
+from ...support.listener import KNOCK, greeting_listener
 from ...support.raw import RawDaemon
 
 TOOLS = '''
@@ -93,38 +93,21 @@ def test_initialize_announces_what_tool_calls_get(
     assert agent["sandbox"]["state"] == state and agent["sandbox"]["landlockAbi"] >= 1
 
 
-KNOCK = '''
-import socket
-
-def knock(port: int, note: str = "") -> str:
-    """Say hello to a local service."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-        return conn.recv(16).decode()
-'''
 
 
 @pytest.mark.asyncio
 async def test_a_call_the_sandbox_refused_is_asked_again_with_the_network_on_offer_for_that_call_only(
     workspace: Path, daemon_factory: Callable[..., Any]
 ) -> None:
-    async def greet(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"hello")
-        await writer.drain()
-        writer.close()
-
-    listener = await asyncio.start_server(greet, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
-    (workspace / "tools.py").write_text(KNOCK)
-    calls = [("knock", {"port": port, "note": note}) for note in ("first", "granted", "after")]
-    try:
+    async with greeting_listener() as port:
+        (workspace / "tools.py").write_text(KNOCK)
+        calls = [("knock", {"port": port, "note": note}) for note in ("first", "granted", "after")]
         async with ReplayServer(turns(calls)) as model:
             options = {"llm": {"baseUrl": model.base_url, "toolMode": "native"}, "store": {"enabled": False},
                        "workspaceTrusted": True, "permissionMode": "ask_never"}  # fmt: skip
             client = await daemon_factory(options)
             client.permission_answer = lambda params: {"decision": "allow_once_expanded"}
             refused, granted, again = await run_calls(client, calls)
-    finally:
-        listener.close()
     assert refused["isError"] and "Permission denied" in refused["output"]  # Landlock's refused connect
     assert (granted["isError"], granted["output"]) == (False, "hello")  # this call, with the network
     assert again["isError"] and "Permission denied" in again["output"]  # the grant was for one call
