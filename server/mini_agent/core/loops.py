@@ -72,7 +72,8 @@ def known_notes(
     """`llm.harness.knownResults`: for each call of `record` (the step just asked for, `earlier` the
     turn's steps before it) identical to one whose result the model already has (`known_result`), the
     error observation that stands for its run: the earlier result, and to use it. A call already
-    answered, to a tool the daemon does not have, or to one declared open-world is left to run."""
+    answered, to a tool the daemon does not have, or to one declared open-world is left to run (an MCP
+    tool is open-world, and may write, unless its server says otherwise: MCP's defaults)."""
     answered = {obs.call_id for obs in record.observations}
 
     def changes_state(name: str) -> bool:
@@ -82,7 +83,7 @@ def known_notes(
     notes: list[Observation] = []
     for position, call in enumerate(record.tool_calls):
         spec = tools(call.name)
-        if call.id in answered or spec is None or dict(spec.hints).get("openWorldHint"):
+        if call.id in answered or spec is None or _hints(spec).get("openWorldHint"):
             continue
         found = known_result(earlier, record.tool_calls[:position], call, changes_state)
         if found is not None:
@@ -93,6 +94,16 @@ def known_notes(
 
 
 def _declares_writes(spec: ToolSpec) -> bool:
-    """Whether a tool's server declares it may change state (not read-only, or destructive)."""
-    hints = dict(spec.hints)
+    """Whether a tool may change state by its hints: declared not read-only, or destructive."""
+    hints = _hints(spec)
     return hints.get("readOnlyHint") is False or bool(hints.get("destructiveHint"))
+
+
+# MCP's defaults for the hints a server leaves out (the spec's `ToolAnnotations`): such a tool may write,
+# destroy and reach the world. A workspace function's hints are ours: unsaid is unknown.
+_MCP_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True}
+
+
+def _hints(spec: ToolSpec) -> dict[str, bool]:
+    said = dict(spec.hints)
+    return {**_MCP_DEFAULTS, **said} if spec.mcp_server is not None else said

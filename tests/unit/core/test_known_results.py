@@ -99,3 +99,19 @@ async def test_a_new_user_turn_starts_with_nothing_known() -> None:
     runtime.prompt(session.session_id, "again, please")
     await runtime.run(session.session_id)
     assert len(tools.ran) == 2
+
+
+@pytest.mark.asyncio
+async def test_an_mcp_tool_takes_mcps_defaults_and_runs_again_unless_its_server_says_it_is_closed() -> None:
+    unsaid = ToolSpec("fix_ping", "Ping.", {"type": "object", "properties": {}}, mcp_server="fix",
+                      hints=(("readOnlyHint", True),))  # fmt: skip
+    closed = ToolSpec("fix_get", "Get.", {"type": "object", "properties": {}}, mcp_server="fix",
+                      hints=(("openWorldHint", False), ("readOnlyHint", True)))  # fmt: skip
+    model = ScriptedModel(
+        action(call("fix_ping", 0)), action(call("fix_ping", 1)),
+        action(call("fix_get", 2)), action(call("fix_get", 3)), answer("pong"),
+    )  # fmt: skip
+    tools = Tools(unsaid, closed)
+    runtime, llm = runtime_for(model, tools)
+    await runtime.run(runtime.start_session("ping", llm=llm).session_id)
+    assert [c.name for c in tools.ran] == ["fix_ping", "fix_ping", "fix_get"]
