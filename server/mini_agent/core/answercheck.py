@@ -20,12 +20,11 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mini_agent.core.contracts import Message, Role, ToolCall
+from mini_agent.core.contracts import Message, Role
 from mini_agent.core.session import StepRecord
 
 CHECK_PREFIX = "check-"
@@ -35,7 +34,6 @@ NOTE = (
     "Answer with every part of the task in one answer ({finish})."
 )
 _RESULT_LIMIT = 300  # characters of each left-out result shown again
-_ARGUMENTS_LIMIT = 120  # characters of its call's arguments shown with it
 _WORDS_LIMIT = 4  # salient words kept of each left-out result
 _ANSWER_WORDS = 6  # words an answer after the check must hold, at most
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:@+-]{1,64}")
@@ -49,7 +47,6 @@ class LeftOut:
     output: str
     words: tuple[str, ...]
     used: bool = False  # the held-back answer holds one of its words
-    arguments: str = ""  # the call's arguments, short: which call gave which result
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*[A-Za-z0-9_]|[0-9]")
 _TASK_LIMIT = 2000  # characters of the task shown again
 _ASKING = (
@@ -89,7 +86,7 @@ def wanted_results(turn: Sequence[StepRecord], answer: str, task: str) -> list[L
     results = _weigh(turn, answer, task)
     if all(item.used for item in results) or not any(item.used for item in results):
         return []
-    return list({(item.name, item.arguments, item.output): item for item in results}.values())
+    return list({(item.name, item.output): item for item in results}.values())
 
 
 def _weigh(turn: Sequence[StepRecord], answer: str, task: str) -> list[LeftOut]:
@@ -110,8 +107,7 @@ def _weigh(turn: Sequence[StepRecord], answer: str, task: str) -> list[LeftOut]:
             salient = _tokens(obs.output) - known
             if salient:
                 words = tuple(dict.fromkeys(w for w in _TOKEN.findall(obs.output) if w.lower() in salient))
-                used = bool(salient & said)
-                results.append(LeftOut(call.name, obs.output, words[:_WORDS_LIMIT], used, _arguments(call)))
+                results.append(LeftOut(call.name, obs.output, words[:_WORDS_LIMIT], bool(salient & said)))
     return results
 
 
@@ -149,22 +145,8 @@ def current_task(messages: Sequence[Message]) -> str:
 
 
 def note(task: str, missing: Sequence[LeftOut], finish: str) -> str:
-    """The check's words: the task, and each result the answer must use with the call that gave it
-    (`count_lines(path="b.py") returned 36`): results alike but for their calls are told apart."""
-    results = "; ".join(
-        f"{item.name}({item.arguments}) returned {_cut(item.output)}" if item.arguments
-        else f"{item.name}: {_cut(item.output)}"
-        for item in missing
-    )  # fmt: skip
+    results = "; ".join(f"{item.name}: {_cut(item.output)}" for item in missing)
     return NOTE.format(task=task, results=results, finish=finish)
-
-
-def _arguments(call: ToolCall) -> str:
-    """A call's arguments as `key="value", …`, cut to `_ARGUMENTS_LIMIT` characters ("" for none)."""
-    shown = ", ".join(
-        f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in call.arguments.items()
-    )
-    return shown if len(shown) <= _ARGUMENTS_LIMIT else shown[:_ARGUMENTS_LIMIT] + " …"
 
 
 def _cut(text: str) -> str:
