@@ -64,6 +64,8 @@ from mini_agent.tools.mcp.config import McpServer, parse_servers
 
 if TYPE_CHECKING:
     from mini_agent.acp.client import AcpClient
+    from mini_agent.app.config import WorkspaceConfig
+    from mini_agent.app.options import InitOptions
     from mini_agent.app.workspace import Workspace
     from mini_agent.core.session import SessionRow
 
@@ -130,8 +132,7 @@ class MiniAgent:
         open here take it up for their new sessions, so the model picker shows its models at once."""
         await auth.authenticate(method_id, self._env)
         for root, (workspace, _client) in list(self._workspaces.items()):
-            request = {"workspaceTrusted": True} if self._trusted or workspace.trusted else {}
-            options, _config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
+            options, _config = await self._resolve(root, trusted=workspace.trusted)
             workspace.use_model_server(options)
         return AuthenticateResponse()
 
@@ -419,12 +420,16 @@ class MiniAgent:
             opening.add_done_callback(lambda _: self._opening.pop(root, None))
         return await asyncio.shield(opening)
 
+    async def _resolve(self, root: Path, *, trusted: bool = False) -> tuple[InitOptions, WorkspaceConfig]:
+        """The folder's options and file as this agent reads them (`--trust`, or the trust store)."""
+        request = {"workspaceTrusted": True} if self._trusted or trusted else {}  # {}: the store decides
+        return await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
+
     async def _open(self, root: Path) -> tuple[Workspace, AcpClient]:
         from mini_agent.acp.client import AcpClient  # the adapters load with the first workspace
         from mini_agent.app.workspace import Workspace
 
-        request = {"workspaceTrusted": True} if self._trusted else {}  # {}: the trust store decides
-        options, config = await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
+        options, config = await self._resolve(root)
         client = AcpClient(root, self._transport, self._conn, self._follows(root), self._capabilities)
         workspace = client.workspace = Workspace(root, options, client, config=config)
         editor_fs.register(workspace.registry, self._fs)

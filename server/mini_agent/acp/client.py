@@ -30,7 +30,7 @@ from mini_agent.app.scope import Scope, Target
 from mini_agent.core.asking import ElicitAnswer, Elicitation
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.events import AgentEvent, UserTurn
-from mini_agent.core.expansion import EXPANDED, choice_name, offered
+from mini_agent.core.expansion import choice_name, offered
 from mini_agent.core.session import AgentSession, Decision
 
 if TYPE_CHECKING:
@@ -110,7 +110,8 @@ class AcpClient:
         choices = editor_fs.options(where)
         expansion = offered(session, call.id)
         if expansion is not None:  # the sandbox refused this tool's last call: once-options, and the grant
-            grant = PermissionOption(option_id=EXPANDED.value, name=choice_name(expansion), kind="allow_once")
+            expanded, name = Decision.ALLOW_ONCE_EXPANDED.value, choice_name(expansion)
+            grant = PermissionOption(option_id=expanded, name=name, kind="allow_once")
             choices = [editor_fs.ONCE_OPTIONS[0], grant, *editor_fs.ONCE_OPTIONS[1:]]
         sid = session.session_id
         request = RequestPermissionRequest(session_id=sid, tool_call=tool_call, options=choices)

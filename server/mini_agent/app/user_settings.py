@@ -110,6 +110,17 @@ def load(env: Mapping[str, str] | None = None) -> UserSettings | None:
     return UserSettings(llm.base_url, llm.model, llm.api_key, llm.api_key_env, parsed.tools.sandbox)
 
 
+def sandbox_choice(env: Mapping[str, str] | None = None) -> Literal["on", "off"] | None:
+    """The sandbox choice the user's settings hold, for a place that reads it outside the options
+    (an announcement, `mini-agent mcp`, a new set-up keeping it); None when unsaid or when the file
+    cannot be used (that is said where the options are read)."""
+    try:
+        kept = load(env)
+    except SettingsError:
+        return None
+    return kept.sandbox if kept is not None else None
+
+
 def save(settings: UserSettings, env: Mapping[str, str] | None = None) -> Path:
     """Write the settings whole (0600), under the state folder's lock; returns the file."""
     where = path(env)

@@ -23,8 +23,9 @@ from typing import Literal, TextIO
 from mini_agent.app import user_settings
 from mini_agent.app.user_settings import UserSettings
 from mini_agent.cli.terminal import safe
+from mini_agent.core.contracts import LLMConfig, LLMError, Message, Role
+from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.models import ModelList, ModelLister, unsafe
-from mini_agent.llm.side import chat_check
 
 LOCAL_SERVERS = (
     ("llama.cpp (llama-server)", "http://127.0.0.1:8080/v1"),
@@ -114,24 +115,31 @@ async def _ask(args: argparse.Namespace, prompts: Prompts) -> UserSettings:
         raise SetupAborted(f"that model name cannot be used: {why}")
     if not args.skip_check:
         prompts.tell(f"Asking {safe(base_url)} for a word from {safe(model)}...")
-        problem = await chat_check(base_url, model, using, timeout_sec=CHECK_TIMEOUT_SEC)
+        problem = await _test_request(base_url, model, using)
         if problem is None:
             prompts.tell("It answered.")
         else:
             prompts.tell(f"It did not answer: {safe(problem)}")
             if prompts.line("Save it anyway? (y/N)", "n").lower() not in ("y", "yes"):
                 raise SetupAborted("the server did not answer the test request")
-    sandbox: Literal["on", "off"] | None = args.sandbox or _kept_sandbox()
+    sandbox: Literal["on", "off"] | None = args.sandbox or user_settings.sandbox_choice()
     return UserSettings(base_url, model, key or None, key_env, sandbox)
 
 
-def _kept_sandbox() -> Literal["on", "off"] | None:
-    """The sandbox choice the settings hold now (a new set-up keeps it)."""
-    try:
-        kept = user_settings.load()
-    except user_settings.SettingsError:
-        return None
-    return kept.sandbox if kept is not None else None
+
+async def _test_request(base_url: str, model: str, key: str | None) -> str | None:
+    """One chat request of one token through the daemon's own model client (its bounds, its words for
+    a failure): None when the server answered, else why not."""
+    config = LLMConfig(
+        base_url=base_url, model=model, api_key=key, max_tokens=1, stream=False, max_retries=0,
+        timeout_sec=CHECK_TIMEOUT_SEC, request_timeout_sec=CHECK_TIMEOUT_SEC,
+    )  # fmt: skip
+    async with OpenAICompatibleClient() as llm:
+        try:
+            await llm.generate([Message(Role.USER, "Say OK.")], [], config)
+        except LLMError as exc:
+            return str(exc)
+    return None
 
 
 async def _server(prompts: Prompts) -> str:

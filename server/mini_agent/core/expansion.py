@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 
 from mini_agent.core.contracts import Expansion
-from mini_agent.core.session import AgentSession, Decision
+from mini_agent.core.session import AgentSession
 
 GRANTED: ContextVar[Expansion | None] = ContextVar("mini_agent_granted_expansion", default=None)
 
@@ -36,5 +36,3 @@ def choice_name(expansion: Expansion) -> str:
     """How a permission request names the expanded choice (`Decision.ALLOW_ONCE_EXPANDED`)."""
     return f"Allow once, with {expansion.words()}"
 
-
-EXPANDED = Decision.ALLOW_ONCE_EXPANDED

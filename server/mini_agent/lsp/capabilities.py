@@ -125,11 +125,7 @@ def sandbox_capability(params: dict[str, Any]) -> dict[str, Any]:
     tools = options.get("tools") if isinstance(options, dict) else None
     asked = tools.get("sandbox") if isinstance(tools, dict) else None
     if asked is None:  # the user's own settings decide below the editor's (`app.user_settings`)
-        try:
-            kept = user_settings.load()
-        except user_settings.SettingsError:
-            kept = None  # every request answers with the file's problem
-        asked = kept.sandbox if kept is not None else None
+        asked = user_settings.sandbox_choice()
     state, detail = sandbox.state(turned_off=asked == "off")
     return {"state": state, "detail": detail, "landlockAbi": sandbox.landlock_abi()}
 

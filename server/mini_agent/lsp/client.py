@@ -18,8 +18,8 @@ from mini_agent.app.port import Answer, ToolList
 from mini_agent.core.asking import ElicitAction, ElicitAnswer, Elicitation
 from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.core.events import AgentEvent
-from mini_agent.core.expansion import EXPANDED, choice_name, offered
-from mini_agent.core.session import AgentSession
+from mini_agent.core.expansion import choice_name, offered
+from mini_agent.core.session import AgentSession, Decision
 from mini_agent.lsp import wire
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,8 @@ class LspClient:
         }
         expansion = offered(session, call.id)
         if expansion is not None:  # the sandbox refused this tool's last call: once-options, and the grant
-            grant = {"optionId": EXPANDED.value, "name": choice_name(expansion), "kind": "allow_once"}
+            expanded, name = Decision.ALLOW_ONCE_EXPANDED.value, choice_name(expansion)
+            grant = {"optionId": expanded, "name": name, "kind": "allow_once"}
             once = [o for o in wire.PERMISSION_OPTIONS if o["kind"] in ("allow_once", "reject_once")]
             params["options"] = [once[0], grant, *once[1:]]
             params["expansion"] = {"network": expansion.network, "write": expansion.write}

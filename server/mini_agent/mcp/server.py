@@ -30,6 +30,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from mini_agent.app import user_settings
 from mini_agent.app.options import ToolHostOptions
 from mini_agent.core.strict import invalid
 from mini_agent.mcp.bounds import HttpBounds
@@ -153,7 +154,7 @@ def main(
     setting (the sandbox: the user's settings, `mini-agent setup --sandbox`, or MINI_AGENT_SANDBOX)."""
     given: dict[str, object] = {
         "timeout_sec": timeout_sec, "max_output_bytes": max_output_bytes, "max_memory_mb": max_memory_mb,
-        "sandbox": _users_sandbox(),
+        "sandbox": user_settings.sandbox_choice(),
     }  # fmt: skip
     tools = ToolHostOptions.model_validate({k: v for k, v in given.items() if v is not None}, by_name=True)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -172,16 +173,3 @@ def main(
         if provider is not None:
             provider.shutdown()
     return result
-
-
-def _users_sandbox() -> str | None:
-    """The sandbox choice of the user's own settings (`app.user_settings`); None when unsaid or unreadable
-    (the sandbox stays on)."""
-    from mini_agent.app import user_settings
-
-    try:
-        kept = user_settings.load()
-    except user_settings.SettingsError as exc:
-        log.warning("%s", exc)
-        return None
-    return kept.sandbox if kept is not None else None
