@@ -54,9 +54,9 @@ from mini_agent.acp.transport import LineTransport
 from mini_agent.acp.trust_prompt import TrustPrompt
 from mini_agent.app import commands
 from mini_agent.app import config as workspace_config
-from mini_agent.app.images import checked
 from mini_agent.core.contracts import Image, StopReason
 from mini_agent.core.errors import AgentError, UnknownSession
+from mini_agent.core.images import checked
 from mini_agent.core.session import PermissionMode, new_session_id
 from mini_agent.plumbing.jsonrpc import JsonRpcError, error_data
 from mini_agent.plumbing.version import VERSION

@@ -120,7 +120,10 @@ def update_for(event: AgentEvent, kind_of: KindOf) -> Update | None:
             return helpers.update_tool_call(
                 obs.call_id,
                 status="failed" if obs.is_error else "completed",
-                content=[helpers.tool_content(helpers.text_block(obs.output))],
+                content=[
+                    helpers.tool_content(helpers.text_block(obs.output)),
+                    *(helpers.tool_content(helpers.image_block(i.data, i.mime_type)) for i in obs.images),
+                ],
                 raw_output=raw_output(obs),
             )
         case UsageReported(usage=step, total=total, used=used, size=size):
@@ -286,7 +289,7 @@ def raw_output(obs: Observation) -> dict[str, Any]:
 
 
 def prompt_images(blocks: Sequence[PromptBlock]) -> list[tuple[str, str]]:
-    """The images of a prompt, as (media type, base64 data), in order (`app.images` checks them)."""
+    """The images of a prompt, as (media type, base64 data), in order (`core.images` checks them)."""
     return [(block.mime_type, block.data) for block in blocks if isinstance(block, ImageContentBlock)]
 
 

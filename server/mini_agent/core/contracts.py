@@ -110,6 +110,7 @@ class Observation:
     shown: str | None = None  # what the model was shown when `output` was cut to fit its window
     structured: dict[str, Any] | None = None  # the result as the tool's `output_schema` describes it
     expansion: Expansion | None = None  # the sandbox refused the call; this would have let it run
+    images: tuple[Image, ...] = ()  # images the tool returned, for the model where its mode can take them
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +158,8 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
-    images: tuple[Image, ...] = ()  # a user turn's attachments, sent as image parts where the mode can
+    # a user turn's attachments or the images a tool returned, sent as image parts where the mode can
+    images: tuple[Image, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from mini_agent.core.errors import SessionBusy, UnknownTool
 from mini_agent.core.events import AgentEvent, ConfigChanged, EventSink, StatusChanged, UserTurn
 from mini_agent.core.flight import Flight
 from mini_agent.core.fork import fork
+from mini_agent.core.images import left_out_status
 from mini_agent.core.ports import Approver, LLMClient, SessionStore, ToolExecutor, WindowProbe
 from mini_agent.core.session import (
     AgentConfig,
@@ -141,11 +142,8 @@ class AgentRuntime:
     def _say_left_out(self, session: AgentSession, images: Sequence[Image]) -> None:
         """A status message when the session's tool mode sends the model text only: the images of
         the turn just given are left out (the model is told so in the turn itself)."""
-        mode = session.config.llm.tool_mode
-        if images and mode in ("react", "json") and self._events is not None:
-            count = f"{len(images)} image" + ("s" if len(images) > 1 else "")
-            message = (f"The {count} attached {'were' if len(images) > 1 else 'was'} not sent to the model: "
-                       f"tool mode {mode} sends it text only (native mode sends images).")
+        message = left_out_status(session.config.llm.tool_mode, len(images), "attached")
+        if message is not None and self._events is not None:
             step = len(session.steps)
             self._events(StatusChanged(session.session_id, step, session.status, message=message))
 

@@ -177,6 +177,13 @@ class StepRecord:
     first_chunk_ms: float | None = None
     finish_reason: str | None = None
 
+    def result_of(self, call_id: str) -> Observation | None:
+        return next((obs for obs in self.observations if obs.call_id == call_id), None)
+
+    def open_calls(self) -> list[ToolCall]:
+        """The calls asked for whose result has not come."""
+        return [call for call in self.tool_calls if self.result_of(call.id) is None]
+
 
 @dataclass(slots=True)
 class PendingApproval:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 
-from mini_agent.core import answercheck, repair, windup
+from mini_agent.core import answercheck, nudges, repair, windup
 from mini_agent.core.approvals import Approvals, pending_for
 from mini_agent.core.budget import spent_on_context, too_long, window_use
 from mini_agent.core.checkpoints import Checkpoints
@@ -46,16 +46,11 @@ from mini_agent.core.events import (
 )
 from mini_agent.core.expansion import GRANTED
 from mini_agent.core.flight import Flight, StepCancelled
-from mini_agent.core.loops import known_notes, streaks
+from mini_agent.core.images import left_out_status
 from mini_agent.core.ports import LLMClient, ToolExecutor, WindowProbe
 from mini_agent.core.session import AgentSession, Decision, StepRecord
 from mini_agent.core.trajectory import answered
 
-LOOP_NOTE = (
-    "You have called {name} with exactly these arguments {count} times in a row and it was not run again: "
-    "the result would not change. Use what you already have, try different arguments or another tool, "
-    "or {finish}."
-)
 LOOP_STOPPED = "Not run: the session stopped on a repeated tool call."
 INTERRUPTED = (
     "Interrupted: the agent daemon stopped while this tool was running, so its outcome is unknown. "
@@ -114,7 +109,7 @@ class Stepper:
 
     async def _advance(self, session: AgentSession, flight: Flight, wait: bool) -> StepRecord:
         last = session.steps[-1] if session.steps else None
-        if last is not None and unfinished(last):
+        if last is not None and last.open_calls():
             record = last
         else:
             if len(session.steps) - session.turn_start >= session.config.max_steps:
@@ -194,7 +189,9 @@ class Stepper:
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
         session.usage = session.usage + response.usage + spent_on_context(record)
         self._emit(UsageReported(sid, index, record.usage, session.usage, *window_use(record)))
-        if answered(record) and response.refusal is None and self._another_look(session, record):
+        if answered(record) and response.refusal is None and self._told(
+            session, record, nudges.another_look(session, record, self._finish(record))
+        ):
             pass  # the answer left a result out: the model gets the task again, and one more turn
         elif answered(record):
             self._emit(AnswerChunk(sid, index, record.final_answer or ""))
@@ -209,84 +206,10 @@ class Stepper:
         else:
             for call in record.tool_calls:
                 self._emit(ToolCallPending(sid, index, call))
-            self._check_loops(session, record)
+            for loop_note in nudges.loop_notes(session, record, self._finish(record), self._tools.get):
+                self._observe(session, record, loop_note)
         # no checkpoint here: the next one (before any tool runs, or the step's end) follows without an await
         return record
-
-    def _another_look(self, session: AgentSession, record: StepRecord) -> bool:
-        """The final check (`llm.harness.finalCheck`, `answercheck`): when this turn's answer does not
-        use a result the turn gathered, the answer is held back as a draft (the step's completion), the
-        model is shown the task and what it left out, and the turn goes on; once a turn, and only with
-        a step of the budget left for the answer."""
-        turn = session.steps[session.turn_start :]
-        if (
-            not session.config.llm.harness.final_check
-            or len(session.steps) - session.turn_start >= session.config.max_steps
-            or answercheck.checked(turn)
-        ):
-            return False
-        task = answercheck.current_task(session.messages)
-        wanted = answercheck.wanted_results(turn, record.final_answer or "", task)
-        if not wanted:
-            return False
-        text = answercheck.note(task, wanted, self._formats(record.tool_mode).finish)
-        record.final_answer = None
-        # the draft stays the step's completion but is not sent again: a small model shown its own half
-        # answer writes it once more; this message was never part of a request, so the history sent
-        # so far is untouched (the prefix cache holds)
-        session.messages[-1] = Message(Role.ASSISTANT, "")
-        words = {"answer_with": list(answercheck.answer_words(wanted))}
-        check_id = f"{answercheck.CHECK_PREFIX}{record.index}"
-        record.observations.append(Observation(check_id, "", text, structured=words))
-        session.messages.append(Message(Role.TOOL, text))
-        names = ", ".join(item.name for item in answercheck.left_out(wanted))
-        message = (
-            f"The answer does not use what {names} returned: the model is shown the task again "
-            "for one more turn (llm.harness.finalCheck)."
-        )
-        self._emit(StatusChanged(session.session_id, record.index, session.status, message=message))
-        return True
-
-    def _warn_last_step(self, session: AgentSession, record: StepRecord) -> None:
-        """`llm.harness.lastStep` (`windup`): a step after which one model turn of the budget is left,
-        its calls all answered, ends with the note that the next turn is the last and is for the answer
-        (not after the final check's note, which asks for the answer already)."""
-        turn = session.steps[session.turn_start :]
-        if (
-            not session.config.llm.harness.last_step
-            or session.finished
-            or record.stop_reason is not None
-            or not session.steps
-            or record is not session.steps[-1]
-            or unfinished(record)
-            or answercheck.checked([record])
-            or windup.noted(record)
-            or not windup.is_last(turn, session.config.max_steps)
-        ):
-            return
-        text = windup.NOTE.format(finish=self._formats(record.tool_mode).finish)
-        record.observations.append(Observation(f"{windup.NOTE_PREFIX}{record.index}", "", text))
-        session.messages.append(Message(Role.TOOL, text))
-        self._emit(StatusChanged(session.session_id, record.index, session.status, message=windup.STATUS))
-
-    def _check_loops(self, session: AgentSession, record: StepRecord) -> None:
-        """The same call N times in a row gets one note instead of a run; once more ends the session. A
-        call whose result the model already has gets that result in a note instead of a run
-        (`llm.harness.knownResults`)."""
-        earlier = [step.tool_calls for step in session.steps[session.turn_start : -1]]
-        threshold = session.config.loop_threshold
-        for call, streak in zip(record.tool_calls, streaks(earlier, record.tool_calls), strict=True):
-            if streak > threshold:
-                record.stop_reason = StopReason.LOOP_DETECTED
-            if streak >= threshold:
-                finish = self._formats(record.tool_mode).finish
-                text = LOOP_NOTE.format(name=call.name, count=streak, finish=finish)
-                self._observe(session, record, note(call, text))
-        if session.config.llm.harness.known_results and record.stop_reason is None:
-            finish = self._formats(record.tool_mode).finish
-            turn = session.steps[session.turn_start : -1]
-            for observation in known_notes(turn, record, self._tools.get, finish):
-                self._observe(session, record, observation)
 
     async def _resolve_calls(
         self, session: AgentSession, record: StepRecord, flight: Flight, wait: bool
@@ -294,12 +217,12 @@ class Stepper:
         if record.stop_reason is StopReason.LOOP_DETECTED:
             self._fill_missing(session, record, LOOP_STOPPED)
             return
-        for call in open_calls(record):
+        for call in record.open_calls():
             if call.id in record.started:
                 spec = self._tools.get(call.name)
                 if spec is None or not spec.idempotent:
                     self._observe(session, record, note(call, INTERRUPTED))
-        calls = open_calls(record)
+        calls = record.open_calls()
         if not await self._decisions(session, record, calls, flight, wait):
             return
         runnable: list[ToolCall] = []
@@ -383,7 +306,9 @@ class Stepper:
     def _observe(self, session: AgentSession, record: StepRecord, observation: Observation) -> None:
         record.observations.append(observation)
         self._emit(ToolCallFinished(session.session_id, record.index, observation))
-        if not open_calls(record):
+        whose = f"{observation.tool_name} returned"
+        self._told(session, record, left_out_status(record.tool_mode, len(observation.images), whose))
+        if not record.open_calls():
             order = [call.id for call in record.tool_calls]
             record.observations.sort(key=lambda obs: order.index(obs.call_id))
             session.messages += [
@@ -392,6 +317,7 @@ class Stepper:
                     obs.output if obs.shown is None else obs.shown,
                     tool_call_id=record.model_ids.get(obs.call_id, obs.call_id),
                     name=obs.tool_name,
+                    images=obs.images,
                 )
                 for obs in record.observations
             ]
@@ -399,7 +325,7 @@ class Stepper:
             self._checkpoints.soon(session)  # the last result is saved by the step's end, which follows
 
     def _fill_missing(self, session: AgentSession, record: StepRecord, text: str) -> None:
-        for call in open_calls(record):
+        for call in record.open_calls():
             self._observe(session, record, note(call, text))
 
     async def _conclude(self, session: AgentSession, record: StepRecord) -> StepRecord:
@@ -407,7 +333,7 @@ class Stepper:
         reported (a checkpoint that failed makes it an error, without changing the stored record)."""
         if record.stop_reason is StopReason.LOOP_DETECTED and not session.finished:
             session.finish(StopReason.LOOP_DETECTED)
-        self._warn_last_step(session, record)
+        self._told(session, record, nudges.last_step(session, record, self._finish(record)))
         if (
             not session.finished
             and record.stop_reason is None
@@ -428,6 +354,15 @@ class Stepper:
             StatusChanged(session.session_id, record.index, session.status, record.stop_reason, record.error)
         )
         return record
+
+    def _told(self, session: AgentSession, record: StepRecord, message: str | None) -> bool:
+        """Tell the person `message` as a status entry of this step; whether there was one."""
+        if message is not None:
+            self._emit(StatusChanged(session.session_id, record.index, session.status, message=message))
+        return message is not None
+
+    def _finish(self, record: StepRecord) -> str:
+        return self._formats(record.tool_mode).finish
 
     def _set_status(self, session: AgentSession, status: SessionStatus) -> None:
         if session.status is status:
@@ -471,7 +406,7 @@ def _keyed(
 
 def _cancelled(session: AgentSession) -> StepRecord:
     last = session.steps[-1] if session.steps else None
-    if last is not None and last.stop_reason is None and not unfinished(last):
+    if last is not None and last.stop_reason is None and not last.open_calls():
         last.stop_reason = StopReason.CANCELLED
         return last
     return StepRecord(index=len(session.steps), stop_reason=StopReason.CANCELLED)
@@ -484,15 +419,3 @@ def _with_hint(observation: Observation, text: str) -> Observation:
 
 def note(call: ToolCall, text: str) -> Observation:
     return Observation(call.id, call.name, text, is_error=True)
-
-
-def observation_for(record: StepRecord, call_id: str) -> Observation | None:
-    return next((obs for obs in record.observations if obs.call_id == call_id), None)
-
-
-def open_calls(record: StepRecord) -> list[ToolCall]:
-    return [call for call in record.tool_calls if observation_for(record, call.id) is None]
-
-
-def unfinished(record: StepRecord) -> bool:
-    return bool(open_calls(record))

@@ -302,7 +302,7 @@ class OpenAICompatibleClient:
         `tool_choice: "none"`."""
         key = (config.base_url, config.model)
         images = key not in self._text_only and any(m.images for m in messages)
-        payload = _payload(config, [native.message(m, images=images) for m in messages])
+        payload = _payload(config, native.messages(messages, images=images))
         if tools:
             payload["tools"] = [t.to_openai() for t in tools]
             if narrow.answer_only:
@@ -312,7 +312,7 @@ class OpenAICompatibleClient:
         except _ImagesRejected:
             self._text_only.add(key)
             notice_images_left_out(config)
-            payload["messages"] = [native.message(m, images=False) for m in messages]
+            payload["messages"] = native.messages(messages, images=False)
             done = await self._complete(payload, config, on_text, (), fallback=fallback)
         calls = tuple(native.tool_call(raw, _new_call_id) for raw in done.calls)
         if calls:

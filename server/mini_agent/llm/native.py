@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
+from mini_agent.core.contracts import Image, Message, Role, ToolCall, ToolSpec
 from mini_agent.llm import textcalls
 from mini_agent.llm.react import left_out
 from mini_agent.llm.replies import RawCall
@@ -16,22 +16,41 @@ from mini_agent.llm.replies import RawCall
 NewId = Callable[[], str]
 
 
+TOOL_IMAGES = "The images the tool results above returned:"
+
+
+def messages(entries: Sequence[Message], *, images: bool = True) -> list[dict[str, Any]]:
+    """The history as OpenAI's chat messages, one per entry, and after a run of tool results that
+    returned images, one user message with those images: a `tool` message holds text only in OpenAI's
+    API (and in the servers that follow it). Without `images` (a server that refused them), images are
+    a note in the text of the entry they came with, as react gives them."""
+    out: list[dict[str, Any]] = []
+    returned: list[Image] = []
+    for entry in entries:
+        if returned and entry.role is not Role.TOOL:
+            out.append(_user_images(TOOL_IMAGES, returned))
+            returned = []
+        out.append(message(entry, images=images))
+        if images and entry.role is Role.TOOL:
+            returned += entry.images
+    if returned:
+        out.append(_user_images(TOOL_IMAGES, returned))
+    return out
+
+
 def message(entry: Message, *, images: bool = True) -> dict[str, Any]:
-    """One history entry as OpenAI wants it; earlier turns render to the same bytes every time. Without
-    `images` (a server that refused them), a turn's images are a note in its text, as react gives it."""
+    """One history entry as OpenAI wants it; earlier turns render to the same bytes every time. A tool
+    result's images are `messages`' to send; without `images`, they and a turn's are a note."""
     if entry.role is Role.TOOL:
+        content = entry.content if images else entry.content + left_out(entry.images)
         if entry.tool_call_id is None:
-            return {"role": "user", "content": "Observation: " + entry.content}
-        return {"role": "tool", "tool_call_id": entry.tool_call_id, "content": entry.content}
+            return {"role": "user", "content": "Observation: " + content}
+        return {"role": "tool", "tool_call_id": entry.tool_call_id, "content": content}
     out: dict[str, Any] = {"role": entry.role.value, "content": entry.content}
     if entry.images and not images:
         out["content"] = entry.content + left_out(entry.images)
-    elif entry.images:  # OpenAI's content parts: the words, then each image as a data URL
-        out["content"] = [
-            {"type": "text", "text": entry.content},
-            *({"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
-              for image in entry.images),
-        ]
+    elif entry.images:
+        out["content"] = _user_images(entry.content, entry.images)["content"]
     if entry.role is Role.ASSISTANT and entry.tool_calls:
         out["tool_calls"] = [
             {
@@ -45,6 +64,13 @@ def message(entry: Message, *, images: bool = True) -> dict[str, Any]:
             for call in entry.tool_calls
         ]
     return out
+
+
+def _user_images(text: str, images: Sequence[Image]) -> dict[str, Any]:
+    """A user message of OpenAI's content parts: the words, then each image as a data URL."""
+    parts = [{"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+             for image in images]
+    return {"role": "user", "content": [{"type": "text", "text": text}, *parts]}
 
 
 def tool_call(raw: RawCall, new_id: NewId) -> ToolCall:

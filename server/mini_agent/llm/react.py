@@ -102,7 +102,7 @@ def _render_one(message: Message, tools: Sequence[ToolSpec], protocol: str) -> d
     if message.role is Role.SYSTEM:
         return {"role": "system", "content": build_system_prompt(message.content, tools, protocol)}
     if message.role is Role.TOOL:
-        return {"role": "user", "content": "Observation: " + message.content}
+        return {"role": "user", "content": "Observation: " + message.content + left_out(message.images)}
     return {"role": message.role.value, "content": message.content + left_out(message.images)}
 
 

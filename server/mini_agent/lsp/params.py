@@ -59,7 +59,7 @@ class NameParams(Params):
 
 
 class ImageParams(Params):
-    """An attached image (`app.images` bounds them): its media type and its bytes as base64."""
+    """An attached image (`core.images` bounds them): its media type and its bytes as base64."""
 
     mime_type: str = Field(min_length=1, max_length=100)
     data: str = Field(min_length=1)

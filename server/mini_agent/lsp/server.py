@@ -21,7 +21,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 from pygls.uris import to_fs_path
 
-from mini_agent.app.images import checked
+from mini_agent.core.images import checked
 from mini_agent.lsp import framing, pygls_compat, session_config, slash, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
 from mini_agent.lsp.outgoing import Outgoing

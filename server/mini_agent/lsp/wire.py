@@ -5,10 +5,11 @@ Pure mapping; no JSON-RPC framing here. Another front door (ACP) maps the same e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, assert_never
 
 from mini_agent.app.port import HeldRegistration, ToolList
-from mini_agent.core.contracts import Observation, TokenUsage, ToolCall, ToolSpec
+from mini_agent.core.contracts import Image, Observation, TokenUsage, ToolCall, ToolSpec
 from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
@@ -22,6 +23,7 @@ from mini_agent.core.events import (
     UsageReported,
     UserTurn,
 )
+from mini_agent.core.images import decoded_size
 from mini_agent.core.session import AgentSession, Decision, PendingApproval, SessionRow, StepRecord
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ def update_body(event: AgentEvent) -> dict[str, Any]:
     """An event as the `update` of an `agent/update` notification, `kind` first."""
     match event:
         case UserTurn(text=text, images=images):
-            shown = [{"mimeType": image.mime_type, "bytes": _decoded_size(image.data)} for image in images]
+            shown = named(images)
             return {"kind": "user_message_chunk", "text": text, **({"images": shown} if shown else {})}
         case ThoughtChunk(text=text):
             return {"kind": "agent_thought_chunk", "text": text}
@@ -130,6 +132,8 @@ def observation(obs: Observation) -> dict[str, Any]:
         out["fullLength"] = len(obs.output)
     if obs.logs:
         out["logs"] = obs.logs
+    if obs.images:
+        out["images"] = named(obs.images)
     return out
 
 
@@ -303,6 +307,7 @@ def decision_from(answer: Any) -> tuple[Decision, str | None] | None:
     return decision, reason if isinstance(reason, str) else None
 
 
-def _decoded_size(data: str) -> int:
-    """How many bytes base64 `data` holds (checked valid when it came in)."""
-    return len(data) * 3 // 4 - data[-2:].count("=")
+def named(images: Sequence[Image]) -> list[dict[str, Any]]:
+    """Images as the wire names them to a client: their kind and size, not their bytes."""
+    return [{"mimeType": image.mime_type, "bytes": decoded_size(image.data)} for image in images]
+

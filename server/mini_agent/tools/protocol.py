@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic_core import from_json, to_json
 
-from mini_agent.core.contracts import Expansion, ToolOptions, ToolSource
+from mini_agent.core.contracts import Expansion, Image, ToolOptions, ToolSource
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 256 * 1024 * 1024
@@ -192,6 +192,8 @@ class CallResult:
     structured: dict[str, Any] | None = field(default=None, compare=False)
     # the daemon's reading of a refusal by the sandbox (`sandbox.expansion_for`); never on the wire
     expansion: Expansion | None = field(default=None, compare=False)
+    # images the tool returned (an MCP tool's image blocks), each within `core.images`' bounds
+    images: tuple[Image, ...] = ()
 
     def wire(self) -> dict[str, Any]:
         return {

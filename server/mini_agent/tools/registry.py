@@ -260,6 +260,7 @@ class ToolRegistry:
             execution_time_ms=(time.perf_counter() - started) * 1000.0,
             truncated=result.truncated,
             logs=result.logs,
+            images=result.images,
             structured=result.structured,
             expansion=result.expansion,
         )

@@ -506,6 +506,23 @@ def test_a_store_from_before_images_is_upgraded_and_keeps_its_sessions(db: Path)
     assert user_version(db) == 2
 
 
+def test_the_images_a_tool_returned_are_kept_with_its_result_and_its_message(store: SqliteStore) -> None:
+    session = fresh("sess_t")
+    image = Image("image/png", "iVBORw0K")
+    call = ToolCall("c1", "every_get-tiny-image", {})
+    shown = "Here it is:\n[image: image/png, 6 bytes]"
+    result = Observation("c1", call.name, shown, images=(image,))
+    session.steps.append(StepRecord(0, tool_calls=[call], observations=[result], tool_mode="native"))
+    session.messages += [
+        Message(Role.ASSISTANT, "", tool_calls=(call,)),
+        Message(Role.TOOL, shown, tool_call_id="c1", name=call.name, images=(image,)),
+    ]
+    store.save(session)
+    loaded = store.load("sess_t")
+    assert loaded == session
+    assert loaded.messages[-1].images == loaded.steps[0].observations[0].images == (image,)
+
+
 # -- listing, deleting, registrations, location -----------------------------------------------------
 
 

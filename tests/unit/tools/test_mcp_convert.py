@@ -6,7 +6,9 @@ import base64
 import re
 
 import mcp_types as types
-from mini_agent.tools.mcp.convert import inline_refs, result_text, tool_name
+from mini_agent.core.contracts import Image
+from mini_agent.core.images import MAX_IMAGE_BYTES, MAX_IMAGES, TOO_LARGE
+from mini_agent.tools.mcp.convert import inline_refs, result_content, tool_name
 
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -58,7 +60,9 @@ def test_results_become_one_text() -> None:
         ],
         structured_content={"ok": True},
     )
-    assert result_text(result) == (
+    text, images = result_content(result)
+    assert images == (Image("image/png", png),)
+    assert text == (
         "first\n[image: image/png, 100 bytes]\n[audio: audio/wav, 5 bytes]\n[resource: file:///tmp/a.txt]\n"
         'embedded\nlast\n{"ok":true}'
     )
@@ -66,12 +70,32 @@ def test_results_become_one_text() -> None:
     twice = types.CallToolResult(
         content=[types.TextContent(text='{"ok": true}')], structured_content={"ok": True}
     )
-    assert result_text(twice) == '{"ok": true}'
+    assert result_content(twice)[0] == '{"ok": true}'
     # nor is a value the SDK's servers wrap as {"result": value} (mini-agent mcp's own way too)
     for text, value in (("9", 9), ("hello", "hello"), ("[1, 2]", [1, 2])):
         wrapped = types.CallToolResult(
             content=[types.TextContent(text=text)], structured_content={"result": value}
         )
-        assert result_text(wrapped) == text
+        assert result_content(wrapped)[0] == text
     other = types.CallToolResult(content=[types.TextContent(text="9")], structured_content={"result": 10})
-    assert result_text(other) == '9\n{"result":10}'
+    assert result_content(other)[0] == '9\n{"result":10}'
+
+
+def test_a_results_images_go_on_within_the_bounds_and_the_text_says_which_did_not() -> None:
+    png = base64.b64encode(b"\x89PNG" + bytes(12)).decode()
+    huge = base64.b64encode(bytes(MAX_IMAGE_BYTES + 1)).decode()
+    blocks = [
+        types.ImageContent(data="not base64!", mime_type="image/png"),
+        types.ImageContent(data=png, mime_type="image/bmp"),
+        types.ImageContent(data=huge, mime_type="image/png"),
+        *(types.ImageContent(data=png, mime_type="image/png") for _ in range(MAX_IMAGES + 1)),
+    ]
+    text, images = result_content(types.CallToolResult(content=blocks))
+    assert images == (Image("image/png", png),) * MAX_IMAGES
+    lines = text.split("\n")
+    assert lines[0].endswith("not passed on: data is not base64]")
+    assert lines[1].startswith("[image: image/bmp, 16 bytes, not passed on: mimeType 'image/bmp' is not")
+    assert lines[2].endswith(f"not passed on: {TOO_LARGE}]")
+    assert lines[3:-1] == ["[image: image/png, 16 bytes]"] * MAX_IMAGES
+    past = f"more than the {MAX_IMAGES} images one result may pass on"
+    assert lines[-1] == f"[image: image/png, 16 bytes, not passed on: {past}]"

@@ -10,6 +10,10 @@ import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from mini_agent.core.contracts import Image
+from mini_agent.core.images import decoded_size
+from mini_agent.core.images import passed_on as images_passed_on
+
 if TYPE_CHECKING:
     import mcp_types as types
 
@@ -104,18 +108,24 @@ def depth_over(value: Any, limit: int) -> bool:
     return False
 
 
-def result_text(result: types.CallToolResult) -> str:
-    """One observation text: text blocks joined, other blocks as one line each, structured content as
-    JSON unless a text block already carries the same value (servers often send both)."""
+def result_content(result: types.CallToolResult) -> tuple[str, tuple[Image, ...]]:
+    """One observation text and the images that go on to the model. Text blocks are joined, other
+    blocks are one line each (an image's says so when it does not go on, and why), structured content
+    is JSON unless a text block already carries the same value (servers often send both)."""
     import mcp_types as types  # here, not at the top: the daemon starts without the MCP SDK
 
+    pictures = [block for block in result.content if isinstance(block, types.ImageContent)]
+    images, why = images_passed_on((block.mime_type, block.data) for block in pictures)
+    not_passed = {id(block): problem for block, problem in zip(pictures, why, strict=True)}
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, types.TextContent):
             parts.append(block.text)
         elif isinstance(block, types.ImageContent | types.AudioContent):
             kind = "image" if isinstance(block, types.ImageContent) else "audio"
-            parts.append(f"[{kind}: {block.mime_type}, {_decoded_size(block.data)} bytes]")
+            problem = not_passed.get(id(block))
+            tail = f", not passed on: {problem}" if problem else ""
+            parts.append(f"[{kind}: {block.mime_type[:80]}, {decoded_size(block.data)} bytes{tail}]")
         elif isinstance(block, types.ResourceLink):
             parts.append(f"[resource: {block.uri}]")
         elif isinstance(block, types.EmbeddedResource):
@@ -123,12 +133,12 @@ def result_text(result: types.CallToolResult) -> str:
             if isinstance(resource, types.TextResourceContents):
                 parts.append(resource.text)
             else:
-                size = _decoded_size(resource.blob)
+                size = decoded_size(resource.blob)
                 parts.append(f"[resource: {resource.uri}, {resource.mime_type or 'binary'}, {size} bytes]")
     structured = result.structured_content
     if structured is not None and not any(_carries(part, structured) for part in parts):
         parts.append(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))
-    return "\n".join(parts)
+    return "\n".join(parts), images
 
 
 def _carries(text: str, structured: dict[str, Any]) -> bool:
@@ -142,9 +152,6 @@ def _carries(text: str, structured: dict[str, Any]) -> bool:
     value = structured["result"]
     return text == value if isinstance(value, str) else _same_json(text, value)
 
-
-def _decoded_size(base64_text: str) -> int:
-    return len(base64_text) * 3 // 4 - base64_text[-2:].count("=")
 
 
 def _same_json(text: str, value: Any) -> bool:

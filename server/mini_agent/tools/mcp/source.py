@@ -27,7 +27,7 @@ from mini_agent.tools.mcp import elicit
 from mini_agent.tools.mcp.asking import Asking
 from mini_agent.tools.mcp.config import McpServer, server_key
 from mini_agent.tools.mcp.connection import MAX_TOOLS, Connection, Listing, StartFailed
-from mini_agent.tools.mcp.convert import SchemaRefused, inline_refs, result_text, tool_name
+from mini_agent.tools.mcp.convert import SchemaRefused, inline_refs, result_content, tool_name
 from mini_agent.tools.protocol import CallResult, cap_text
 from mini_agent.tools.registry import RegistrationError
 from mini_agent.tools.validation import invalid_arguments
@@ -223,10 +223,11 @@ class McpSource:
             )
         finally:
             watch.close()
-        output, truncated = cap_text(result_text(result), self._max_output)
+        text, images = result_content(result)
+        output, truncated = cap_text(text, self._max_output)
         if (unasked := elicit.unasked(server.asking, session_id)) is not None:
             return CallResult(f"{output}\n{unasked}", True, truncated)
-        return CallResult(output, bool(result.is_error), truncated)
+        return CallResult(output, bool(result.is_error), truncated, images=images)
 
     async def aclose(self) -> None:
         for task in self._background:
