@@ -54,6 +54,7 @@ from mini_agent.acp.transport import LineTransport
 from mini_agent.acp.trust_prompt import TrustPrompt
 from mini_agent.app import commands
 from mini_agent.app import config as workspace_config
+from mini_agent.app.options import InitOptions
 from mini_agent.core.contracts import Image, StopReason
 from mini_agent.core.errors import AgentError, UnknownSession
 from mini_agent.core.images import checked
@@ -65,7 +66,6 @@ from mini_agent.tools.mcp.config import McpServer, parse_servers
 if TYPE_CHECKING:
     from mini_agent.acp.client import AcpClient
     from mini_agent.app.config import WorkspaceConfig
-    from mini_agent.app.options import InitOptions
     from mini_agent.app.workspace import Workspace
     from mini_agent.core.session import SessionRow
 
@@ -422,7 +422,8 @@ class MiniAgent:
 
     async def _resolve(self, root: Path, *, trusted: bool = False) -> tuple[InitOptions, WorkspaceConfig]:
         """The folder's options and file as this agent reads them (`--trust`, or the trust store)."""
-        request = {"workspaceTrusted": True} if self._trusted or trusted else {}  # {}: the store decides
+        # unsaid: the trust store decides
+        request = InitOptions(workspace_trusted=True) if self._trusted or trusted else InitOptions()
         return await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
 
     async def _open(self, root: Path) -> tuple[Workspace, AcpClient]:

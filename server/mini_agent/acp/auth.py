@@ -15,13 +15,14 @@ it always was.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from acp import RequestError
 from acp.schema import AuthEnvVar, AuthMethodAgent, EnvVarAuthMethod, TerminalAuthMethod
 
 from mini_agent.app import user_settings
-from mini_agent.app.config import WorkspaceConfig, merged_options
+from mini_agent.app.config import WorkspaceConfig, merged
+from mini_agent.app.options import LLMParams
+from mini_agent.core.contracts import LLMConfig
 from mini_agent.llm.models import ModelLister
 
 SETUP_METHOD = "setup"
@@ -61,19 +62,17 @@ def required(words: str = WHAT_TO_DO) -> RequestError:
     )  # fmt: skip
 
 
-def server(method_id: str, env: Mapping[str, str]) -> dict[str, Any] | None:
-    """The model server `method_id` sets up (`baseUrl`, `apiKey`), read now; None when it sets none."""
+def server(method_id: str, env: Mapping[str, str]) -> LLMParams | None:
+    """The model server `method_id` sets up (`base_url`, `api_key`), read now; None when it sets none."""
     if method_id == ENV_METHOD:
         if not env.get("OPENAI_BASE_URL"):
             return None
-        llm: dict[str, Any] = merged_options(WorkspaceConfig(), None, env)["llm"]
-        return llm
+        return merged(WorkspaceConfig(), None, env).llm
     if method_id == SETUP_METHOD:
         settings = user_settings.load(env)
         if settings is None:
             return None
-        llm = merged_options(WorkspaceConfig(), None, {}, settings)["llm"]
-        return llm
+        return merged(WorkspaceConfig(), None, {}, settings).llm
     words = f"unknown methodId {method_id!r}: this agent has {SETUP_METHOD!r} and {ENV_METHOD!r}"
     raise RequestError(-32602, words, {"methodId": method_id})
 
@@ -86,6 +85,6 @@ async def authenticate(method_id: str, env: Mapping[str, str]) -> None:
         raise required(str(exc)) from None
     if llm is None:
         raise required()
-    listed = await ModelLister().models(llm["baseUrl"], llm.get("apiKey"), refresh=True)
+    listed = await ModelLister().models(llm.base_url or LLMConfig().base_url, llm.api_key, refresh=True)
     if not listed.answered:
         raise required(f"{listed.problem}. Start it, or run `mini-agent setup` again to choose another")

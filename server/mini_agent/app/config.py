@@ -16,8 +16,9 @@ the user, or send the conversation elsewhere. An API key goes only to the server
 request's key to the request's base URL (or, when the request names none, to the environment's, the
 user's or the default one), the environment's key to the environment's, the user's to the user's,
 never to one the file names: of those whose server is the one used, the most specific is sent.
-`merged_options` builds the `initializationOptions` object those layers make, so both doors parse one
-value the one way they always have (`params.InitOptions`).
+Each layer is an `InitOptions` of the fields it sets (`merged`): the doors parse their wire into one,
+the file, the environment and the user's settings make theirs by field name, so no layer here speaks
+a door's spelling.
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.alias_generators import to_camel
 
 from mini_agent.app import trust, user_settings, workspace_file
-from mini_agent.app.options import InitOptions, llm_fields
+from mini_agent.app.options import InitOptions, LLMParams, llm_fields
 from mini_agent.core.contracts import LLMConfig
 from mini_agent.core.errors import AgentError
 from mini_agent.core.strict import parse
@@ -157,80 +157,88 @@ def _parse(table: dict[str, Any], source: str, prefix: str) -> WorkspaceConfig:
 
 
 def resolve(
-    root: Path, request: Mapping[str, Any] | None, env: Mapping[str, str]
+    root: Path, request: InitOptions | None, env: Mapping[str, str]
 ) -> tuple[InitOptions, WorkspaceConfig]:
-    """A workspace's options from all three layers, and its file; either failing is an AgentError.
-    A request that says nothing of `workspaceTrusted` gets the trust the user remembered for the
+    """A workspace's options from every layer, and its file; either failing is an AgentError.
+    `request` is what the door was handed, parsed (`initializationOptions`, or the ACP door's own).
+    A request that says nothing of `workspace_trusted` gets the trust the user remembered for the
     folder (`app.trust`: the same folder, its workspace file naming the same things); one that says
     it (an editor's own workspace trust) decides."""
     config = load(root)
-    if "workspaceTrusted" not in (request or {}) and trust.is_trusted(root, config):
-        request = {**(request or {}), "workspaceTrusted": True}
-    merged = merged_options(config, request, env, user_settings.load(env))
-    return parse("initializationOptions", merged, InitOptions), config
+    asked = request or InitOptions()
+    if "workspace_trusted" not in asked.model_fields_set and trust.is_trusted(root, config):
+        asked = asked.model_copy(update={"workspace_trusted": True})
+    return merged(config, asked, env, user_settings.load(env)), config
 
 
-def merged_options(
+def merged(
     config: WorkspaceConfig,
-    request: Mapping[str, Any] | None,
+    request: InitOptions | None,
     env: Mapping[str, str],
     user: user_settings.UserSettings | None = None,
-) -> dict[str, Any]:
-    """The `initializationOptions` the four layers make, most specific last in the merge."""
-    trusted = bool((request or {}).get("workspaceTrusted"))
-    from_file = {key: value for key, value in config.llm.items() if trusted or key != "base_url"}
-    from_env = {
-        "baseUrl": env.get("OPENAI_BASE_URL"),
-        "model": env.get("MINI_AGENT_MODEL"),
-        "apiKey": env.get("OPENAI_API_KEY"),
+) -> InitOptions:
+    """The options the four layers make: each field the most specific layer that sets it says, an
+    API key only where `_key_home` allows."""
+    request = request or InitOptions()
+    trusted = request.workspace_trusted
+    from_env = {"base_url": env.get("OPENAI_BASE_URL"), "model": env.get("MINI_AGENT_MODEL"),
+                "api_key": env.get("OPENAI_API_KEY")}  # fmt: skip
+    from_file: dict[str, Any] = {
+        "llm": {key: value for key, value in config.llm.items() if trusted or key != "base_url"},
+        **({"max_steps": config.max_steps} if config.max_steps is not None else {}),
+        **({"mcp_servers": list(config.mcp_servers)} if trusted else {}),
     }
-    layers: list[Mapping[str, Any]] = [
-        user.layer(env) if user is not None else {"llm": {}},
-        {"llm": {key: value for key, value in from_env.items() if value}},
-        {
-            "llm": {to_camel(key): value for key, value in from_file.items()},
-            **({"maxSteps": config.max_steps} if config.max_steps is not None else {}),
-            **({"mcpServers": [_camel(server) for server in config.mcp_servers]} if trusted else {}),
-        },
-        request or {},
+    layers = [
+        user.options(env) if user is not None else InitOptions(),
+        parse("the environment", {"llm": {k: v for k, v in from_env.items() if v}}, InitOptions),
+        parse(f"{config.source or 'the workspace file'}", from_file, InitOptions),
+        request,
     ]
-    merged: dict[str, Any] = {}
+    out = InitOptions()
     for layer in layers:
-        merged = _deep_merge(merged, layer)
-    _key_stays_home(merged["llm"], (request or {}).get("llm"), env, user)
-    return merged
+        out = _overlay(out, layer)
+    key = _key_home(out.llm.base_url, request.llm, env, user)
+    return out.model_copy(update={"llm": out.llm.model_copy(update={"api_key": key})})
 
 
-def _key_stays_home(
-    llm: Any, asked: Any, env: Mapping[str, str], user: user_settings.UserSettings | None
-) -> None:
-    """Keep in the merged options only a key set for the server they use: the request's belongs to
-    the request's base URL (or, the request naming none, to the environment's, the user's or the
-    default one), the environment's to the environment's, the user's to the user's. Never to a base
-    URL the workspace file names. The most specific key whose server is the one used is kept."""
-    if not isinstance(llm, dict):
-        return  # not an object: parsing the options names that
-    asked = asked if isinstance(asked, Mapping) else {}
+def _key_home(
+    sent_to: str | None, asked: LLMParams, env: Mapping[str, str], user: user_settings.UserSettings | None
+) -> str | None:
+    """The one API key the merged options keep: a key set for the server they use. The request's
+    belongs to the request's base URL (or, the request naming none, to the environment's, the user's
+    or the default one), the environment's to the environment's, the user's to the user's; never to a
+    base URL the workspace file names. The most specific key whose server is the one used is kept."""
     default = LLMConfig().base_url
     env_url = env.get("OPENAI_BASE_URL")
     home = env_url or (user.base_url if user is not None else None) or default
-    candidates: list[tuple[Any, Any]] = []
-    if "apiKey" in asked:
-        candidates.append((asked["apiKey"], asked.get("baseUrl") or home))
+    candidates: list[tuple[str | None, str]] = []
+    if "api_key" in asked.model_fields_set:
+        candidates.append((asked.api_key, asked.base_url or home))
     if env.get("OPENAI_API_KEY"):
         candidates.append((env["OPENAI_API_KEY"], env_url or default))
     if user is not None and user.key(env):
         candidates.append((user.key(env), user.base_url))
-    sent_to = llm.get("baseUrl") or default
-    llm.pop("apiKey", None)
+    used = sent_to or default
     for key, owner in candidates:
-        if isinstance(owner, str) and isinstance(sent_to, str) and _server(owner) == _server(sent_to):
-            if key is not None:
-                llm["apiKey"] = key
-            return
+        if _server(owner) == _server(used):
+            return key
     if any(key for key, _owner in candidates):
         log.warning("no API key set for %s: the keys given are for other servers and are not sent there",
-                    sent_to)
+                    used)
+    return None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _overlay(lower: M, upper: M) -> M:
+    """`lower` with each field `upper` sets (a nested model field by field; a list whole)."""
+    update: dict[str, Any] = {}
+    for name in upper.model_fields_set:
+        mine, theirs = getattr(lower, name), getattr(upper, name)
+        both = isinstance(theirs, BaseModel) and type(mine) is type(theirs)
+        update[name] = _overlay(mine, theirs) if both else theirs
+    return lower.model_copy(update=update)
 
 
 def _server(base_url: str) -> str:
@@ -241,17 +249,3 @@ def needs_trust(config: WorkspaceConfig) -> bool:
     """Whether the file says something only a trusted workspace gets: tools (importing them runs the
     workspace's code), an allow-list, or a model server to send the conversation to (`trust.Runs`)."""
     return trust.Runs.of(config).needed
-
-
-def _camel(server: Mapping[str, Any]) -> dict[str, Any]:
-    return {to_camel(key): value for key, value in server.items()}
-
-
-def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out

@@ -24,8 +24,8 @@ from mini_agent.core.contracts import (
     LLMConfig,
     ToolOptions,
 )
-from mini_agent.core.strict import Params
 from mini_agent.plumbing.redact import hide_secret
+from mini_agent.plumbing.wiremodel import Params
 from mini_agent.tools import sandbox
 from mini_agent.tools.mcp.config import McpServer
 from mini_agent.tools.registry import ClientToolCaller, ToolRegistry
@@ -68,7 +68,16 @@ def llm_fields(names: tuple[str, ...] | None = None) -> dict[str, Any]:
 
 
 if TYPE_CHECKING:
-    LLMParams = _LLMParams
+
+    class LLMParams(_LLMParams):
+        """What the type checker knows of the model built below: every `LLMConfig` field, optional."""
+
+        base_url: str | None = None
+        model: str | None = None
+        api_key: str | None = None
+
+        def __getattr__(self, name: str) -> Any: ...
+
 else:
     LLMParams = create_model("LLMParams", __base__=_LLMParams, **llm_fields())
 

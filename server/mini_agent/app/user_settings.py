@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mini_agent.app.options import InitOptions, LLMParams, ToolHostOptions
 from mini_agent.core.errors import AgentError
 from mini_agent.plumbing.statedir import locked, state_dir, write_private
 
@@ -75,12 +76,14 @@ class UserSettings:
             return self.api_key
         return env.get(self.api_key_env) or None if self.api_key_env else None
 
-    def layer(self, env: Mapping[str, str]) -> dict[str, Any]:
-        """These settings as an `initializationOptions` layer: `llm`, and `tools.sandbox` when set."""
+    def options(self, env: Mapping[str, str]) -> InitOptions:
+        """These settings as a layer of options: `llm`, and `tools.sandbox` when set."""
         key = self.key(env)
-        llm = {"baseUrl": self.base_url, **({"model": self.model} if self.model else {}),
-               **({"apiKey": key} if key else {})}  # fmt: skip
-        return {"llm": llm, **({"tools": {"sandbox": self.sandbox}} if self.sandbox else {})}
+        llm = LLMParams(base_url=self.base_url, **({"model": self.model} if self.model else {}),
+                        **({"api_key": key} if key else {}))  # fmt: skip
+        if self.sandbox is None:
+            return InitOptions(llm=llm)
+        return InitOptions(llm=llm, tools=ToolHostOptions(sandbox=self.sandbox))
 
 
 def path(env: Mapping[str, str] | None = None) -> Path:

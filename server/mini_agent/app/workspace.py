@@ -203,13 +203,13 @@ class Workspace:
         return trust.held_back_note(self.root, held) if held else ""
 
     async def trust_folder(
-        self, request: Mapping[str, Any] | None, env: Mapping[str, str], *, remember: bool
+        self, request: InitOptions | None, env: Mapping[str, str], *, remember: bool
     ) -> Trusted:
         """The user trusts the folder, whichever door asked: its options re-read as trusted from the
         door's `request` (the workspace file's tools, MCP servers, model server and allow-list then
         apply), the folder recorded in the trust store with `remember`, what it held back imported. A
         workspace file that cannot be used raises its ConfigError, and nothing changes."""
-        trusted_request = {**(request or {}), "workspaceTrusted": True}
+        trusted_request = (request or InitOptions()).model_copy(update={"workspace_trusted": True})
         options, config = await asyncio.to_thread(workspace_config.resolve, self.root, trusted_request, env)
         remembered, unremembered = False, None
         if remember:

@@ -1,24 +1,17 @@
-"""Strict models for values that come in from outside, and the one error a refusal becomes.
+"""Parsing values that come in from outside, and the one error a refusal becomes.
 
-Every door and the workspace file parse with `parse`: a wrong type is refused rather than guessed at,
-and the refusal (`InvalidParams`) names each field, so a client author can act on it.
+Every door and the workspace file parse with `parse` (into a model built on `plumbing.wiremodel.Params`,
+which holds the wire's spelling): a wrong type is refused rather than guessed at, and the refusal
+(`InvalidParams`) names each field, so a client author can act on it.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ValidationError
 
 from mini_agent.core.errors import AgentError
-
-
-class Params(BaseModel):
-    """camelCase on the wire, snake_case by name; unknown keys ignored, types strict."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", strict=True)
-
 
 P = TypeVar("P", bound=BaseModel)
 

@@ -9,11 +9,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from mini_agent.app.options import LLMParams, ToolRegistration
+from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
 from mini_agent.core import contracts
 from mini_agent.core.session import Decision, PermissionMode
-from mini_agent.core.strict import Params
+from mini_agent.core.strict import parse
 from mini_agent.llm.models import MAX_MODEL_ID_CHARS, unsafe
+from mini_agent.plumbing.wiremodel import Params
 from mini_agent.tools.mcp.config import McpServer
 
 
@@ -155,3 +156,9 @@ class TrustParams(Params):
     """agent/trustWorkspace: `remember` also records the folder in the user's trust store."""
 
     remember: bool = False
+
+
+def init_options(raw: Any) -> InitOptions:
+    """The client's `initializationOptions`, parsed: the LSP door's layer of the workspace's options
+    (`app.config.resolve`); `on_initialize` refused anything but an object or none."""
+    return parse("initializationOptions", raw, InitOptions)

@@ -160,10 +160,11 @@ class AgentServer(LanguageServer):
         from mini_agent.app.config import resolve
         from mini_agent.app.workspace import Workspace
         from mini_agent.core.errors import AgentError
+        from mini_agent.lsp.params import init_options
 
         root = _workspace_root(self)
         try:
-            options, config = resolve(root, self.init_options, os.environ)
+            options, config = resolve(root, init_options(self.init_options), os.environ)
         except AgentError as exc:
             self._init_error = str(exc)
             raise JsonRpcInvalidParams(self._init_error) from None

@@ -66,10 +66,10 @@ def handlers(ls: LanguageServer) -> tuple[Handler, Handler]:
         """Trust the folder in this daemon (its workspace file's tools, MCP servers, model server and
         allow-list too); `remember` also records it in the trust store for every later daemon."""
         from mini_agent.lsp import wire
+        from mini_agent.lsp.params import init_options
 
-        sent = getattr(ls, "init_options", None)
-        request = sent if isinstance(sent, dict) else None
-        trusted = await workspace.trust_folder(request, os.environ, remember=p.remember)
+        sent = init_options(getattr(ls, "init_options", None))
+        trusted = await workspace.trust_folder(sent, os.environ, remember=p.remember)
         if trusted.unremembered is not None:
             show_error(f"the folder is trusted, but could not be remembered: {trusted.unremembered}")
         for problem in trusted.problems:

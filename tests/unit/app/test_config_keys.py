@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mini_agent.app.config import MAX_FILE_BYTES, ConfigError, WorkspaceConfig, load, merged_options
+from mini_agent.app.config import MAX_FILE_BYTES, ConfigError, WorkspaceConfig, load
 from mini_agent.app.trust import distrust
 from mini_agent.core.contracts import LLMConfig, ToolCall
 from mini_agent.core.session import AgentConfig, AgentSession, Decision, PendingApproval
+from mini_agent.core.strict import InvalidParams
 
 from ...support.tools import write
+from .merging import merged_wire
 
 DEFAULT = LLMConfig().base_url
 
@@ -70,17 +72,19 @@ FILE = WorkspaceConfig(source="f", llm={"base_url": "http://file/v1"})
 def test_a_key_goes_only_to_the_server_it_was_set_for(
     request_llm: dict[str, str], env: dict[str, str], key: str | None
 ) -> None:
-    merged = merged_options(FILE, {"workspaceTrusted": True, "llm": request_llm}, env)
+    merged = merged_wire(FILE, {"workspaceTrusted": True, "llm": request_llm}, env)
     assert merged["llm"].get("apiKey") == key
 
 
 def test_without_the_file_naming_a_server_the_keys_stay() -> None:
     empty = WorkspaceConfig()
-    assert merged_options(empty, {"llm": {"apiKey": "sk-req"}}, {})["llm"]["apiKey"] == "sk-req"
+    assert merged_wire(empty, {"llm": {"apiKey": "sk-req"}}, {})["llm"]["apiKey"] == "sk-req"
     env = {"OPENAI_API_KEY": "sk-env", "OPENAI_BASE_URL": "http://env/v1"}
-    assert merged_options(empty, {"llm": {"apiKey": "sk-req"}}, env)["llm"]["apiKey"] == "sk-req"
-    assert merged_options(FILE, {}, env)["llm"]["apiKey"] == "sk-env"  # not trusted: the env's server
-    assert merged_options(empty, {"llm": "not an object"}, {})["llm"] == "not an object"
+    assert merged_wire(empty, {"llm": {"apiKey": "sk-req"}}, env)["llm"]["apiKey"] == "sk-req"
+    assert merged_wire(FILE, {}, env)["llm"]["apiKey"] == "sk-env"  # not trusted: the env's server
+    # a request's `llm` that is no object is refused where the door parses it, before any merging
+    with pytest.raises(InvalidParams, match=r"initializationOptions: llm: Input should be a valid dict"):
+        merged_wire(empty, {"llm": "not an object"}, {})
 
 
 def test_a_stored_session_is_taken_up_with_the_users_server_and_no_allowing_decision() -> None:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 from mini_agent.app import user_settings
-from mini_agent.app.config import WorkspaceConfig, merged_options
+from mini_agent.app.config import WorkspaceConfig
 from mini_agent.app.user_settings import SettingsError, UserSettings
+
+from .merging import merged_wire
 
 USER = UserSettings("http://user:8080/v1", "qwen", api_key="sk-user")
 
@@ -43,31 +45,31 @@ def test_no_settings_file_is_no_settings(state_dir: Path) -> None:
 
 
 def test_the_user_layer_is_below_the_environment_and_the_workspace_file() -> None:
-    alone = merged_options(WorkspaceConfig(), None, {}, USER)["llm"]
+    alone = merged_wire(WorkspaceConfig(), None, {}, USER)["llm"]
     assert alone == {"baseUrl": "http://user:8080/v1", "model": "qwen", "apiKey": "sk-user"}
     env = {"OPENAI_BASE_URL": "http://env/v1", "MINI_AGENT_MODEL": "env-model"}
-    over = merged_options(WorkspaceConfig(), None, env, USER)["llm"]
+    over = merged_wire(WorkspaceConfig(), None, env, USER)["llm"]
     assert over == {"baseUrl": "http://env/v1", "model": "env-model"}  # the user's key stays home
     file = WorkspaceConfig(source="f", llm={"base_url": "http://file/v1", "model": "file-model"})
-    trusted = merged_options(file, {"workspaceTrusted": True}, {}, USER)["llm"]
+    trusted = merged_wire(file, {"workspaceTrusted": True}, {}, USER)["llm"]
     assert trusted == {"baseUrl": "http://file/v1", "model": "file-model"}
-    untrusted = merged_options(file, {}, {}, USER)["llm"]  # the file's server waits for trust
+    untrusted = merged_wire(file, {}, {}, USER)["llm"]  # the file's server waits for trust
     assert untrusted == {"baseUrl": "http://user:8080/v1", "model": "file-model", "apiKey": "sk-user"}
 
 
 def test_a_key_named_by_its_variable_is_read_from_the_environment_for_the_users_server() -> None:
     named = UserSettings("http://user/v1", api_key_env="MY_KEY")
-    assert merged_options(WorkspaceConfig(), None, {"MY_KEY": "sk-var"}, named)["llm"]["apiKey"] == "sk-var"
-    assert "apiKey" not in merged_options(WorkspaceConfig(), None, {}, named)["llm"]
+    assert merged_wire(WorkspaceConfig(), None, {"MY_KEY": "sk-var"}, named)["llm"]["apiKey"] == "sk-var"
+    assert "apiKey" not in merged_wire(WorkspaceConfig(), None, {}, named)["llm"]
     request = {"llm": {"apiKey": "sk-req"}}  # the request names no server: its key is for the user's
-    assert merged_options(WorkspaceConfig(), request, {}, named)["llm"]["apiKey"] == "sk-req"
+    assert merged_wire(WorkspaceConfig(), request, {}, named)["llm"]["apiKey"] == "sk-req"
 
 
 def test_the_users_sandbox_choice_is_kept_and_becomes_the_tools_setting(state_dir: Path) -> None:
     off = UserSettings("http://user/v1", sandbox="off")
     user_settings.save(off)
     assert user_settings.load() == off
-    assert merged_options(WorkspaceConfig(), None, {}, off)["tools"] == {"sandbox": "off"}
+    assert merged_wire(WorkspaceConfig(), None, {}, off)["tools"] == {"sandbox": "off"}
     request = {"tools": {"sandbox": "on"}}  # the editor's own setting still decides over it
-    assert merged_options(WorkspaceConfig(), request, {}, off)["tools"] == {"sandbox": "on"}
-    assert "tools" not in merged_options(WorkspaceConfig(), None, {}, USER)
+    assert merged_wire(WorkspaceConfig(), request, {}, off)["tools"] == {"sandbox": "on"}
+    assert "tools" not in merged_wire(WorkspaceConfig(), None, {}, USER)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from mini_agent.app import config as workspace_config
-from mini_agent.app.config import ConfigError, load, merged_options
+from mini_agent.app.config import ConfigError, load
 
 from ...support.tools import write
+from .merging import merged_wire
 
 
 def test_pyproject_table_and_the_own_file_which_wins(tmp_path: Path) -> None:
@@ -64,13 +65,13 @@ def test_precedence_and_what_waits_for_trust(tmp_path: Path) -> None:
     )
     config = load(tmp_path)
     env = {"OPENAI_BASE_URL": "http://env/v1", "MINI_AGENT_MODEL": "env-model", "OPENAI_API_KEY": "sk-env"}
-    trusted = merged_options(config, {"workspaceTrusted": True}, env)
+    trusted = merged_wire(config, {"workspaceTrusted": True}, env)
     assert trusted["llm"] == {"baseUrl": "http://file/v1", "model": "file-model"}  # the env key stays home
-    untrusted = merged_options(config, {}, env)
+    untrusted = merged_wire(config, {}, env)
     assert untrusted["llm"] == {"baseUrl": "http://env/v1", "model": "file-model", "apiKey": "sk-env"}
     request = {"workspaceTrusted": True, "llm": {"model": "request-model"}}
-    assert merged_options(config, request, env)["llm"]["model"] == "request-model"
-    assert merged_options(workspace_config.WorkspaceConfig(), None, {}) == {"llm": {}}
+    assert merged_wire(config, request, env)["llm"]["model"] == "request-model"
+    assert merged_wire(workspace_config.WorkspaceConfig(), None, {}) == {"llm": {}}
 
 
 def test_every_tool_mode_and_the_context_window_can_be_set_in_the_file(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from mini_agent.core.strict import Params, parse
+from mini_agent.core.strict import parse
+from mini_agent.plumbing.wiremodel import Params
 
 START_TIMEOUT_SEC = 60.0  # initialize plus the first complete tools/list, unless a server says otherwise
 MAX_START_TIMEOUT_SEC = 600.0
