@@ -91,7 +91,8 @@ cp "$HERE/test/fixtures/slow.py" "$WS/slow.py"  # a tool that prints while it ru
 
 # (After the rejected delete, one whose arguments and answer carry a command link and escape sequences.)
 # A run and its follow-up (whose answer quotes the first turn's tool result: only the same conversation
-# has it), a run of the printing tool (the /tools command after it takes no turn), a second run; the
+# has it), a second follow-up carrying a pasted image (its answer quotes the user message the model got,
+# where the daemon's note stands for the image in react mode), a run of the printing tool (the /tools command after it takes no turn), a second run; the
 # third meets a dead model server, and its Retry (after the URL is fixed) gets an answer; then one run on the model picked in the status bar (the server lists "replay-large"),
 # and one in "Ask before every tool call" that counts lines; then one that calls the MCP server asking for a name,
 # and one that calls the MCP server behind OAuth.
@@ -100,6 +101,7 @@ cat >"$RUN/script.json" <<'EOF'
   {"content": "Thought: I should count the lines of schema.py.\nAction: count_file_lines\nAction Input: {\"file_path\": \"schema.py\"}"},
   {"content": "Thought: I have the count.\nFinal Answer: schema.py has {last_observation} non-empty lines."},
   {"content": "Thought: I counted them before.\nFinal Answer: You asked “{last_user}”; schema.py had {last_observation} non-empty lines then."},
+  {"content": "Thought: I cannot see it.\nFinal Answer: I was told “{last_user}”"},
   {"content": "Thought: I will print some lines.\nAction: slow_print\nAction Input: {\"lines\": 5}"},
   {"content": "Thought: It printed them.\nFinal Answer: the tool said {last_observation}"},
   {"content": "Thought: I will delete it.\nAction: delete_file\nAction Input: {\"file_path\": \"notes.txt\"}"},

@@ -50,7 +50,7 @@ import {
   type ApprovalChoice,
 } from "./prompts";
 import { promptElicitation } from "./elicitUi";
-import { attachmentOf, IMAGE_TYPES } from "./images";
+import { attachmentOf, checkRoomForImage, IMAGE_TYPES, pastedAttachment } from "./images";
 import { plainLabel, plainMessage } from "./inert";
 import { functionAtLine } from "./python";
 import { SessionsView, type SessionItem } from "./sessionsView";
@@ -132,7 +132,7 @@ class Extension implements vscode.Disposable {
   private focused: string | undefined;
   /** The session Ask continues (this window's latest Ask; see `continuesConversation`). */
   private conversation: string | undefined;
-  /** Images for the next Ask (Attach Image). */
+  /** Images for the next Ask (Attach Image, or pasted into the trace view). */
   private pendingImages: ImageAttachment[] = [];
 
   constructor(private readonly context: vscode.ExtensionContext) {
@@ -142,7 +142,7 @@ class Extension implements vscode.Disposable {
       clientTools: this.clientTools,
       elicit: promptElicitation,
     });
-    this.traceView = new TraceView(context.extensionUri, this.store);
+    this.traceView = new TraceView(context.extensionUri, this.store, (posted) => this.onTraceMessage(posted));
     this.sessionsView = new SessionsView(this.store, () => this.storedSessions());
     this.status.command = "miniAgent.showTrace";
     this.status.name = "Mini Agent";
@@ -439,6 +439,7 @@ class Extension implements vscode.Disposable {
 
   /** An image file (a screenshot saved, a diagram) for the next Ask only; also in the explorer's context menu. */
   private async attachImage(uri?: vscode.Uri): Promise<void> {
+    checkRoomForImage(this.pendingImages.length); // before the picker: no file to pick in vain
     const picked =
       uri ??
       (await vscode.window.showOpenDialog({
@@ -452,6 +453,26 @@ class Extension implements vscode.Disposable {
     void vscode.window.showInformationMessage(
       `Mini Agent: ${path.basename(picked.fsPath)} goes with the next Ask (${this.pendingImages.length} image(s)).`,
     );
+  }
+
+  /**
+   * What the trace view posts: an image pasted into it (a screenshot; VS Code's clipboard API holds
+   * text only) goes with the next Ask, as a file would. The webview shows what the model and tools
+   * wrote, so its message is checked field by field (pastedAttachment); anything else is ignored.
+   */
+  private onTraceMessage(posted: unknown): void {
+    try {
+      const attachment = pastedAttachment(posted);
+      if (attachment === undefined) return;
+      checkRoomForImage(this.pendingImages.length);
+      this.pendingImages.push(attachment);
+      void vscode.window.showInformationMessage(
+        `Mini Agent: a pasted image goes with the next Ask (${this.pendingImages.length} image(s)).`,
+      );
+    } catch (error) {
+      this.output.warn(`pasted image refused: ${message(error)}`);
+      void vscode.window.showErrorMessage(plainMessage(`Mini Agent: the pasted image was not attached: ${message(error)}.`));
+    }
   }
 
   private takeImages(): ImageAttachment[] {

@@ -1,9 +1,12 @@
 /**
  * The trace view: one webview panel that shows the trace of one session at a time and follows its
- * updates. It never takes focus — it is revealed beside the editor with preserveFocus.
+ * updates. It never takes focus — it is revealed beside the editor with preserveFocus. It is also
+ * where a screenshot is pasted: VS Code's clipboard API holds text only, a webview's paste event
+ * carries the image (media/trace.js posts it; `onMessage` gets it, unchecked).
  */
 
 import * as vscode from "vscode";
+import { MAX_IMAGE_BYTES, MAX_IMAGES } from "./images";
 import { shorten } from "./prompts";
 import { renderTrace } from "./render";
 import type { SessionTrace, TraceStore } from "./trace";
@@ -17,7 +20,11 @@ export class TraceView implements vscode.Disposable {
   private timer: NodeJS.Timeout | undefined;
   private readonly subscription: { dispose(): void };
 
-  constructor(private readonly extensionUri: vscode.Uri, private readonly store: TraceStore) {
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly store: TraceStore,
+    private readonly onMessage: (posted: unknown) => void,
+  ) {
     this.subscription = store.onDidChange((trace) => {
       if (trace.sessionId === this.sessionId) this.scheduleRender();
     });
@@ -69,6 +76,7 @@ export class TraceView implements vscode.Disposable {
     this.panel = panel;
     panel.iconPath = vscode.Uri.joinPath(this.extensionUri, "media", "icon.svg");
     panel.webview.html = this.shell(panel.webview);
+    panel.webview.onDidReceiveMessage(this.onMessage);
     panel.onDidDispose(() => {
       this.panel = undefined;
     });
@@ -107,7 +115,9 @@ export class TraceView implements vscode.Disposable {
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${media("trace.css")}">
 <title>Mini Agent</title></head>
-<body><main id="trace"><p class="empty">No session yet. Run “Mini Agent: Ask…”.</p></main>
+<body data-max-image-bytes="${MAX_IMAGE_BYTES}" data-max-images="${MAX_IMAGES}">
+<main id="trace"><p class="empty">No session yet. Run “Mini Agent: Ask…”.</p></main>
+<footer class="hint">Paste an image here (Ctrl+V, ⌘V on a Mac) to attach it to the next Ask.</footer>
 <script nonce="${nonce}" src="${media("trace.js")}"></script></body></html>`;
   }
 }

@@ -16,6 +16,7 @@ import {
   type PermissionRequest,
   type Tool,
 } from "../src/protocol";
+import { attachmentOfPasted, MAX_IMAGE_BYTES } from "../src/images";
 import { modelPicker } from "../src/pickers";
 import { continuesConversation } from "../src/prompts";
 import { renderTrace } from "../src/render";
@@ -477,5 +478,17 @@ describe("forking the conversation", () => {
     assert.ok(entries.some((e) => e.kind === "prompt" && e.text === "look at this"), JSON.stringify(entries));
     // this rig runs react: the daemon says the image was left out
     assert.match(JSON.stringify(entries.at(-1)), /The 1 image attached was not sent to the model: tool mode react/);
+  });
+
+  test("a pasted image the extension takes, the daemon takes too, up to the byte; what it refuses, the daemon refuses", async () => {
+    const largest = attachmentOfPasted("image/png", Buffer.alloc(MAX_IMAGE_BYTES, 1).toString("base64"));
+    await r!.client.prompt(forkedId, "the largest paste", [largest]);
+    const entries = r!.store.get(forkedId)!.entries;
+    assert.ok(entries.some((e) => e.kind === "prompt" && e.text === "the largest paste"), JSON.stringify(entries.map((e) => e.kind)));
+    const over = Buffer.alloc(MAX_IMAGE_BYTES + 1, 1).toString("base64");
+    assert.throws(() => attachmentOfPasted("image/png", over), /larger than 5 MiB/);
+    await assert.rejects(r!.client.prompt(forkedId, "too large", [{ mimeType: "image/png", data: over }]), /larger than 5242880 bytes/);
+    assert.throws(() => attachmentOfPasted("image/png", "iVBORw"), /not base64/);
+    await assert.rejects(r!.client.prompt(forkedId, "unpadded", [{ mimeType: "image/png", data: "iVBORw" }]), /data is not base64/);
   });
 });

@@ -19,7 +19,7 @@ import {
   type RunResult,
 } from "../src/protocol";
 import { DEFAULT_PERMISSION_MODE, isPermissionMode, modeItems, modelPicker, modelStatusText, modeStatusText, PERMISSION_MODES, REFRESH_LABEL } from "../src/pickers";
-import { attachmentOf, MAX_IMAGE_BYTES } from "../src/images";
+import { attachmentOf, attachmentOfPasted, checkRoomForImage, MAX_IMAGE_BYTES, MAX_IMAGES, pastedAttachment } from "../src/images";
 import { functionAtLine } from "../src/python";
 import { escapeHtml, FOLD_CHARS, renderTrace } from "../src/render";
 import { commandItems, commandNotice, onEnter } from "../src/slash";
@@ -528,6 +528,54 @@ describe("attached images", () => {
     assert.throws(() => attachmentOf("notes.txt", png), /notes\.txt is not a png, jpeg, gif or webp image/);
     assert.throws(() => attachmentOf("empty.png", new Uint8Array()), /empty\.png is empty/);
     assert.throws(() => attachmentOf("big.webp", new Uint8Array(MAX_IMAGE_BYTES + 1)), /big\.webp is larger than 5 MiB/);
+  });
+
+  test("a pasted image is taken by the same rules: a kind the daemon reads, base64 it decodes, at most 5 MiB and not empty", () => {
+    assert.deepEqual(attachmentOfPasted("image/png", "iVBORw=="), { mimeType: "image/png", data: "iVBORw==" });
+    assert.equal(attachmentOfPasted("image/webp", "AAAA").mimeType, "image/webp");
+    assert.throws(() => attachmentOfPasted("image/bmp", "iVBORw=="), /its type "image\/bmp" is not png, jpeg, gif or webp/);
+    assert.throws(() => attachmentOfPasted("text/plain", "aGk="), /is not png, jpeg, gif or webp/);
+    assert.throws(() => attachmentOfPasted("image/png", "not base64!"), /its data is not base64/);
+    assert.throws(() => attachmentOfPasted("image/png", "iVBORw"), /its data is not base64/, "padding missing: the daemon refuses it");
+    assert.throws(() => attachmentOfPasted("image/png", "iVBO\nRw=="), /its data is not base64/, "whitespace is refused, not skipped");
+    assert.throws(() => attachmentOfPasted("image/png", "iV=BORw="), /its data is not base64/);
+    assert.throws(() => attachmentOfPasted("image/png", ""), /it is empty/);
+  });
+
+  test("a pasted image's size is what its base64 decodes to: exactly 5 MiB is taken, one byte more is refused", () => {
+    const largest = Buffer.alloc(MAX_IMAGE_BYTES, 7).toString("base64");
+    assert.equal(attachmentOfPasted("image/jpeg", largest).data, largest);
+    assert.throws(() => attachmentOfPasted("image/jpeg", Buffer.alloc(MAX_IMAGE_BYTES + 1).toString("base64")), /it is larger than 5 MiB/);
+    assert.throws(() => attachmentOfPasted("image/jpeg", "A".repeat(20 * 1024 * 1024)), /it is larger than 5 MiB/);
+    for (const size of [1, 2, 3, 4, 5]) {
+      const data = Buffer.alloc(size, 1).toString("base64");
+      assert.deepEqual(attachmentOfPasted("image/gif", data), { mimeType: "image/gif", data }, `${size} bytes`);
+    }
+  });
+
+  test("the trace view's paste message is checked field by field; other messages are not a paste", () => {
+    for (const other of [undefined, null, "attachImage", 42, [], { type: "trace" }, { mimeType: "image/png", data: "iVBORw==" }]) {
+      assert.equal(pastedAttachment(other), undefined, JSON.stringify(other));
+    }
+    const paste = { type: "attachImage", mimeType: "image/png", bytes: 4, data: "iVBORw==" };
+    assert.deepEqual(pastedAttachment({ ...paste, extra: "[x](command:evil)" }), { mimeType: "image/png", data: "iVBORw==" }, "only what it checked");
+    assert.deepEqual(pastedAttachment({ type: "attachImage", mimeType: "image/png", data: "iVBORw==" }), { mimeType: "image/png", data: "iVBORw==" });
+    assert.throws(() => pastedAttachment({ type: "attachImage", data: "iVBORw==" }), /it came without a media type/);
+    assert.throws(() => pastedAttachment({ ...paste, mimeType: ["image/png"] }), /it came without a media type/);
+    assert.throws(() => pastedAttachment({ ...paste, mimeType: "image/tiff" }), /its type "image\/tiff" is not png, jpeg, gif or webp/);
+    assert.throws(() => pastedAttachment({ ...paste, data: undefined }), /it came without its data/);
+    assert.throws(() => pastedAttachment({ ...paste, data: { length: 4 } }), /it came without its data/);
+    // The webview does not read a file past the bound: its size alone is the refusal.
+    assert.throws(() => pastedAttachment({ type: "attachImage", mimeType: "image/png", bytes: MAX_IMAGE_BYTES + 1 }), /it is larger than 5 MiB/);
+    // A size that understates the data does not let it through.
+    const big = Buffer.alloc(MAX_IMAGE_BYTES + 1).toString("base64");
+    assert.throws(() => pastedAttachment({ ...paste, bytes: 4, data: big }), /it is larger than 5 MiB/);
+  });
+
+  test("the next Ask takes as many images as the daemon allows a prompt, and no more", () => {
+    assert.equal(MAX_IMAGES, 4);
+    for (let count = 0; count < MAX_IMAGES; count++) assert.doesNotThrow(() => checkRoomForImage(count));
+    assert.throws(() => checkRoomForImage(MAX_IMAGES), /the next Ask already carries 4 images, the most a prompt may carry/);
   });
 });
 

@@ -86,17 +86,19 @@ def test_extension_builds_tests_and_packages() -> None:
 def test_packaged_extension_in_real_vs_code() -> None:
     """The .vsix installed in code-server (VS Code 1.100.3), driven through Chromium's DevTools protocol as a
     user drives it (test/e2e/ui.ts): register from the palette, ask in the input box, ask a follow-up that
-    stays in the same session, watch a workspace tool's printed lines grow under its running call and fold
-    when it ends, complete and send the /tools command in the input box, start new conversations, reject a
-    call with Enter after seeing its arguments beside the picker, see a command link and escape sequences
-    from the model (in a call's arguments and in the answer) shown as plain text in the notifications,
-    find the daemon's INFO log line as [info] in the output channel, meet a model error, pick the model in
-    the status bar (the next request names it) and "Ask before every tool call" (a read-only tool then
-    asks), type a name into the input box an MCP server's elicitation opens (the server records "hello
-    Ada"), sign in to an MCP server behind OAuth (its page opens in a new browser tab and completes; the
-    tool's answer says "signed in"), and meet a wrong daemon path; each check reads the workbench and
-    trace webview DOM (and the channel's file). The script installs what it needs (apt, npm; cached
-    between runs) and exits non-zero on any failure.
+    stays in the same session, paste a screenshot into the trace view (a paste event carrying a PNG file in
+    the webview's frame; a text paste does nothing, a bmp is refused in words) and ask a follow-up that
+    carries it to the daemon (its note for the image reaches the model in react mode), watch a workspace
+    tool's printed lines grow under its running call and fold when it ends, complete and send the /tools
+    command in the input box, start new conversations, reject a call with Enter after seeing its arguments
+    beside the picker, see a command link and escape sequences from the model (in a call's arguments and in
+    the answer) shown as plain text in the notifications, find the daemon's INFO log line as [info] in the
+    output channel, meet a model error, pick the model in the status bar (the next request names it) and "Ask
+    before every tool call" (a read-only tool then asks), type a name into the input box an MCP server's
+    elicitation opens (the server records "hello Ada"), sign in to an MCP server behind OAuth (its page opens
+    in a new browser tab and completes; the tool's answer says "signed in"), and meet a wrong daemon path;
+    each check reads the workbench and trace webview DOM (and the channel's file). The script installs what
+    it needs (apt, npm; cached between runs) and exits non-zero on any failure.
     """
     if not VSIX.exists():
         _check(_npm("run", "package", timeout=300), "vsce package")
@@ -107,7 +109,7 @@ def test_packaged_extension_in_real_vs_code() -> None:
     )
     _check(result, "code-server end-to-end")
     passed = re.findall(r"^PASS (\w[\w -]*):", result.stdout, re.MULTILINE)
-    journey = ["ask", "follow-up", "live output", "slash command", "approval", "inert text", "daemon log"]
-    journey += ["model error"]
+    journey = ["ask", "follow-up", "pasted image", "live output", "slash command", "approval", "inert text"]
+    journey += ["daemon log", "model error"]
     journey += ["model picker", "permission mode", "elicitation", "oauth sign-in", "wrong path"]
     assert passed == journey, result.stdout[-4000:]

@@ -8,7 +8,8 @@
  *
  * e2e-code-server.sh starts code-server, the scripted model server and this script; the model plays
  * a run (count lines), its follow-up (Ask again: the same session, which the answer shows by quoting the
- * first turn's tool result), a New Conversation whose tool prints while it runs (its lines show under the
+ * first turn's tool result), a screenshot pasted into the trace view (a text paste and a bmp first: nothing,
+ * then a refusal) that the next follow-up carries to the daemon, a New Conversation whose tool prints while it runs (its lines show under the
  * running call, then fold), the /tools command completed in the input box, and, each in a New Conversation, a run that tries to delete a file (the
  * user rejects it with Enter, having seen its arguments beside the picker) and one where the user points miniAgent.baseUrl at a dead server, meets
  * the error, fixes the URL and presses Retry; then the user picks the model in the status bar (the
@@ -170,6 +171,43 @@ async function readTrace(frame: Frame): Promise<TraceDom> {
   }));
 }
 
+/** A file on the clipboard: its name, media type and bytes (base64). */
+interface ClipboardFile {
+  name: string;
+  type: string;
+  base64: string;
+}
+
+/** A 1×1 PNG, as a screenshot tool puts one on the clipboard. */
+const PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/**
+ * Paste into the trace webview as Chromium does on Ctrl+V: a `paste` ClipboardEvent on the webview's
+ * document whose clipboardData holds `files` (and `text`). The function runs in the webview's frame.
+ */
+async function pasteInto(frame: Frame, files: ClipboardFile[], text?: string): Promise<void> {
+  await frame.evaluate(
+    ({ files, text }) => {
+      // The webview's own globals (this Node project compiles without the DOM's types).
+      const web = globalThis as unknown as {
+        DataTransfer: new () => { items: { add(file: unknown): void }; setData(type: string, data: string): void };
+        File: new (parts: Uint8Array[], name: string, options: { type: string }) => unknown;
+        ClipboardEvent: new (type: string, init: { clipboardData: unknown; bubbles: boolean; cancelable: boolean }) => unknown;
+        document: { dispatchEvent(event: unknown): boolean };
+        atob(data: string): string;
+      };
+      const clipboard = new web.DataTransfer();
+      if (text !== undefined) clipboard.setData("text/plain", text);
+      for (const file of files) {
+        const bytes = Uint8Array.from(web.atob(file.base64), (char) => char.charCodeAt(0));
+        clipboard.items.add(new web.File([bytes], file.name, { type: file.type }));
+      }
+      web.document.dispatchEvent(new web.ClipboardEvent("paste", { clipboardData: clipboard, bubbles: true, cancelable: true }));
+    },
+    { files, text },
+  );
+}
+
 /**
  * Change a setting as the user does, in settings.json (user and machine: code-server reads both);
  * returns its value before.
@@ -292,6 +330,46 @@ async function main(): Promise<void> {
       const rows = await sessionRows(page);
       assert.equal(rows.length, 1, `no new session: ${JSON.stringify(rows)}`);
       console.log(`PASS follow-up: "${title}" → "${followed.answer}" in ${followed.sessionId}, steps ${followed.steps.join(", ")}; sessions view ${JSON.stringify(rows)}`);
+    });
+
+    await phase("pasted image", async () => {
+      // VS Code's clipboard API holds text only: a screenshot is pasted into the trace view, whose script
+      // reads it and posts it to the extension; the next Ask (here a follow-up) carries it to the daemon.
+      await clearToasts(page);
+      const frame = await traceFrame(page);
+      const hint = (await frame.locator(".hint").textContent()) ?? "";
+      assert.match(hint, /^Paste an image here \(Ctrl\+V, ⌘V on a Mac\) to attach it to the next Ask\.$/);
+      await pasteInto(frame, [], "some text"); // a text paste is not an image: nothing happens
+      await pasteInto(frame, [{ name: "shot.bmp", type: "image/bmp", base64: "Qk0=" }]);
+      const refused = await until("the refused paste's error", async () => {
+        const shown = await toasts(page);
+        return shown.length > 0 ? shown : undefined;
+      });
+      assert.equal(refused.length, 1, `the text paste said nothing: ${JSON.stringify(refused)}`);
+      assert.equal(refused[0].text, 'Mini Agent: the pasted image was not attached: its type "image/bmp" is not png, jpeg, gif or webp.');
+      await clearToasts(page);
+
+      await pasteInto(frame, [{ name: "shot.png", type: "image/png", base64: PNG_1X1 }], "shot.png");
+      const taken = await until("the pasted image's notification", async () => {
+        const shown = await toasts(page);
+        return shown.length > 0 ? shown : undefined;
+      });
+      assert.deepEqual(taken.map((t) => t.text), ["Mini Agent: a pasted image goes with the next Ask (1 image(s))."]);
+
+      const question = "What does the screenshot show?";
+      assert.match(await ask(page, question), /^Mini Agent: Ask — continuing “How many non-empty lines/);
+      const answered = await until("the answer to the follow-up with the image", async () => {
+        const dom = await readTrace(await traceFrame(page));
+        return dom.state === "done" && dom.turns.at(-1) === `Follow-up: ${question}` && dom.answer?.startsWith("I was told") ? dom : undefined;
+      });
+      assert.equal(answered.sessionId, sessions[0], "the follow-up went to the first session");
+      // The scripted model quotes the user message it got: the daemon's note in place of the image (react sends text only).
+      assert.match(answered.answer ?? "", /^I was told “What does the screenshot show\?\s+\[1 image attached to this message left out/);
+      const left = answered.text.match(/The 1 image attached was not sent to the model: tool mode react[^\n]*/);
+      assert.ok(left, `the daemon's status about the image in the trace: ${answered.text}`);
+      assert.equal((await sessionRows(page)).length, 1, "no new session");
+      await clearToasts(page);
+      console.log(`PASS pasted image: ${JSON.stringify(refused[0].text)}; then ${JSON.stringify(taken[0].text)}; follow-up → "${left[0]}"`);
     });
 
     await phase("live output", async () => {
