@@ -22,7 +22,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_c
 from pygls.uris import to_fs_path
 
 from mini_agent.core.images import checked
-from mini_agent.lsp import framing, pygls_compat, session_config, slash, trusting
+from mini_agent.lsp import framing, pygls_compat, records, session_config, slash, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
 from mini_agent.lsp.outgoing import Outgoing
 from mini_agent.lsp.progress import cancellable, progress, server_token
@@ -37,13 +37,7 @@ if TYPE_CHECKING:
     from mini_agent.app.workspace import Workspace
     from mini_agent.lsp.params import (
         ApproveParams,
-        ForkParams,
-        ListSessionsParams,
-        NameParams,
-        ObservationParams,
         PromptParams,
-        RegisterToolParams,
-        ResumeParams,
         RunParams,
         SessionParams,
         StartSessionParams,
@@ -278,28 +272,6 @@ def _stopping() -> bool:
     return server.shutting_down
 
 
-@method("agent/registerTool", "RegisterToolParams")
-async def register_tool(workspace: Workspace, p: RegisterToolParams) -> dict[str, Any]:
-    from mini_agent.lsp import wire
-
-    specs = await workspace.register_tool(p.registration())
-    return {"tools": [wire.tool_spec(spec) for spec in specs]}
-
-
-@method("agent/unregisterTool", "NameParams")
-async def unregister_tool(workspace: Workspace, p: NameParams) -> dict[str, Any]:
-    from mini_agent.lsp import wire
-
-    return {"tools": [wire.tool_entry(workspace.unregister(p.name))]}
-
-
-@method("agent/listTools", "Params")
-async def list_tools(workspace: Workspace, p: object) -> dict[str, Any]:
-    from mini_agent.lsp import wire
-
-    return {"tools": wire.tool_list(workspace.tool_list())}
-
-
 @method("agent/startSession", "StartSessionParams")
 @commands.first
 async def start_session(workspace: Workspace, p: StartSessionParams) -> dict[str, Any]:
@@ -379,56 +351,8 @@ async def approve(workspace: Workspace, p: ApproveParams) -> dict[str, Any]:
     return {"sessionId": p.session_id, "toolCallId": p.tool_call_id, "status": session.status.value}
 
 
-@method("agent/getSession", "SessionParams")
-async def get_session(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
-    from mini_agent.lsp import wire
-
-    return wire.session_full(workspace.sessions.get(p.session_id))
-
-
-@method("agent/getObservation", "ObservationParams")
-async def get_observation(workspace: Workspace, p: ObservationParams) -> dict[str, Any]:
-    from mini_agent.lsp import wire
-
-    found = workspace.sessions.observation(p.session_id, p.tool_call_id)
-    return {"sessionId": p.session_id, **wire.observation(found), "output": found.output}
-
-
-@method("agent/listSessions", "ListSessionsParams")
-async def list_sessions(workspace: Workspace, p: ListSessionsParams) -> dict[str, Any]:
-    from mini_agent.lsp import wire
-
-    rows, total = workspace.sessions.list_sessions(p.status, p.limit, p.offset)
-    return {"sessions": [wire.session_row(row) for row in rows], "total": total}
-
-
-@method("agent/resumeSession", "ResumeParams")
-async def resume_session(workspace: Workspace, p: ResumeParams) -> dict[str, Any]:
-    from mini_agent.lsp import wire
-
-    return wire.session_full(workspace.sessions.resume(p.session_id, p.llm))
-
-
-@method("agent/forkSession", "ForkParams")
-async def fork_session(workspace: Workspace, p: ForkParams) -> dict[str, Any]:
-    from mini_agent.lsp import wire
-
-    return wire.session_full(workspace.sessions.fork(p.session_id, p.step))
-
-
-@method("agent/loadSession", "SessionParams")
-async def load_session(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
-    from mini_agent.lsp import wire
-
-    sent = workspace.sessions.load(p.session_id)
-    return {**wire.session_summary(workspace.sessions.get(p.session_id)), "updatesSent": sent}
-
-
-@method("agent/deleteSession", "SessionParams")
-async def delete_session(workspace: Workspace, p: SessionParams) -> dict[str, Any]:
-    return {"sessionId": p.session_id, "deleted": workspace.sessions.delete(p.session_id)}
-
-
+for request, model, handler in records.REQUESTS:
+    method(request, model)(handler)
 method("agent/listModels", "ListModelsParams")(session_config.list_models)
 method("agent/configureSession", "ConfigureSessionParams")(session_config.configure_session)
 method("agent/listCommands", "Params")(slash.list_commands)
