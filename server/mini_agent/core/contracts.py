@@ -313,6 +313,9 @@ class Harness:
     `known_results`: a call identical to one whose result the model already has in this turn, with no
     call since that may change it, is not run again: the model is shown that result and told to use it
     (`loops.known_result`).
+    `grounded_values`: in json mode, a string argument that failed with a value its tool said does not
+    exist, and that nothing in the turn holds, may from then on take only a value the turn has seen (the
+    task's words, results, successful calls' arguments; `repair.grounded`).
     """
 
     text_calls: bool = True
@@ -321,6 +324,7 @@ class Harness:
     repair_hints: bool = True
     last_step: bool = True
     known_results: bool = True
+    grounded_values: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ class LLMClient(Protocol):
         leave_out: Mapping[str, Sequence[str]] | None = None,
         rest: Sequence[str] = (),
         answer_only: bool = False,
+        only: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> LLMResponse:
         """One model turn. `turn_mode` is the tool mode the turn's previous reply came in (None on a
         turn's first request): a model adapter that picks modes itself keeps a turn in one form.
@@ -46,7 +47,9 @@ class LLMClient(Protocol):
         `rest`: tools this turn may not call (the repair hints': each failed twice since its result
         came); an adapter that can constrain the reply leaves them out of it.
         `answer_only`: the step budget's last turn (`windup`); an adapter that can constrain the reply
-        makes it the final answer, without a call."""
+        makes it the final answer, without a call.
+        `only`: per tool, per argument, the values this turn's call may give it (`repair.grounded`); an
+        adapter that can constrain the reply holds the argument to them."""
         ...
 
 

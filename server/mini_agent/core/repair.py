@@ -15,7 +15,13 @@ its default, that argument is one the next request may not set (`pinned`; json m
 it out, so the call takes the default). A tool whose result the model already has in this turn, and
 whose last two calls since then both failed, rests for the next request (`resting`: the grammar
 offers the other tools and the answer), so a model that wanders in made-up arguments to a tool it no
-longer needs moves on. Pure: no I/O.
+longer needs moves on.
+
+A value a tool said does not exist (a file, a folder, a column: its error names it) that nothing in
+the turn holds either — not the task, not a result, not a call that succeeded — was made up; the next
+requests may set that argument only to a value the turn has seen (`grounded`: json mode's grammar
+makes it an `enum` of them), so a small model that invents paths picks one of the paths a listing
+gave it. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from mini_agent.core.contracts import ToolCall, ToolSpec
+from mini_agent.core.contracts import Observation, ToolCall, ToolSpec
 from mini_agent.core.session import StepRecord
 
 HINT = "Note: {args} optional; leaving {it} out uses {its} default."
@@ -74,6 +80,77 @@ def resting(turn: Sequence[StepRecord]) -> tuple[str, ...]:
         for name, calls in history.items()
         if len(calls) >= 3 and calls[-1] and calls[-2] and not all(calls[:-2])
     )
+
+
+# The values `grounded` offers: plain names and paths (what a grammar's enum spells safely), few enough
+# that the enum stays small; past the count the argument is left as it is.
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9_./ :@+-]{1,80}")
+_MAX_GROUNDED = 32
+_FILE_LIKE = re.compile(r"[\w.-]+(?:/[\w.-]+)*")
+_QUOTED = re.compile(r"'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"")
+
+
+def grounded(turn: Sequence[StepRecord], task: str = "") -> dict[str, dict[str, tuple[str, ...]]]:
+    """Per tool, per string argument, the only values the next request may give it: the values seen
+    in `turn` (the current user turn's steps), for an argument one of whose calls failed with a value
+    the error named and nothing in the turn or `task` holds. Empty when no value was made up, or when
+    the turn has seen none to offer (or too many)."""
+    seen = _seen(turn, task)
+    offered = tuple(sorted(value for value in seen if _PLAIN_VALUE.fullmatch(value)))
+    if not offered or len(offered) > _MAX_GROUNDED:
+        return {}
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for record in turn:
+        results = {obs.call_id: obs for obs in record.observations}
+        for call in record.tool_calls:
+            result = results.get(call.id)
+            if result is None or not result.is_error:
+                continue
+            for name, value in call.arguments.items():
+                if isinstance(value, str) and value not in seen and _named_by(result, value):
+                    out.setdefault(call.name, {})[name] = offered
+    return out
+
+
+def _seen(turn: Sequence[StepRecord], task: str) -> set[str]:
+    """The strings the turn holds: those of its successful results (values and keys of a JSON one),
+    the string arguments of its successful calls, and the file-like and quoted words of `task`."""
+    seen = {word for word in _FILE_LIKE.findall(task) if "." in word.strip(".") or "/" in word}
+    seen |= {single or double for single, double in _QUOTED.findall(task)}
+    for record in turn:
+        failed = {obs.call_id for obs in record.observations if obs.is_error}
+        for obs in record.observations:
+            if not obs.is_error and obs.tool_name:
+                seen |= _strings(obs.output)
+        for call in record.tool_calls:
+            if call.id not in failed:
+                seen |= {value for value in call.arguments.values() if isinstance(value, str)}
+    return seen
+
+
+def _strings(output: str) -> set[str]:
+    """The strings of a JSON result, its values and keys (a text that is no JSON: none)."""
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return set()
+    found: set[str] = set()
+    pending = [value]
+    while pending and len(found) <= 4 * _MAX_GROUNDED:
+        node = pending.pop()
+        if isinstance(node, str):
+            found.add(node)
+        elif isinstance(node, dict):
+            found |= {key for key in node if isinstance(key, str)}
+            pending += node.values()
+        elif isinstance(node, list):
+            pending += node
+    return found
+
+
+def _named_by(result: Observation, value: str) -> bool:
+    """Whether the error `result` names `value`, quoted as Python or JSON quotes it."""
+    return any(quoted in result.output for quoted in (repr(value), json.dumps(value)))
 
 
 def _calls(turn: Sequence[StepRecord]) -> Iterator[tuple[ToolCall, bool]]:

@@ -143,6 +143,7 @@ class Stepper:
         task = answercheck.current_task(session.messages)
         leave_out = repair.pinned(turn, self._tools.get, task) if hints else {}
         rest = repair.resting(turn) if hints else ()
+        only = repair.grounded(turn, task) if session.config.llm.harness.grounded_values else {}
         answer_only = session.config.llm.harness.last_step and windup.is_last(turn, session.config.max_steps)
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
@@ -157,6 +158,7 @@ class Stepper:
                 leave_out=leave_out,
                 rest=rest,
                 answer_only=answer_only,
+                only=only,
             )
             try:
                 response = await flight.race(reply)

@@ -135,6 +135,7 @@ class OpenAICompatibleClient:
         leave_out: Mapping[str, Sequence[str]] | None = None,
         rest: Sequence[str] = (),
         answer_only: bool = False,
+        only: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     ) -> LLMResponse:
         announced = (config.base_url, config.model, config.tool_mode)
         if announced not in self._announced:
@@ -143,7 +144,9 @@ class OpenAICompatibleClient:
         token = ON_RETRY.set(on_retry)
         try:
             pinned = {name: tuple(args) for name, args in (leave_out or {}).items()}
-            narrow = narrowing.Narrowing(tuple(answer_with), pinned, tuple(rest), answer_only)
+            grounded = {name: {arg: tuple(values) for arg, values in args.items()}
+                        for name, args in (only or {}).items()}  # fmt: skip
+            narrow = narrowing.Narrowing(tuple(answer_with), pinned, tuple(rest), answer_only, grounded)
             return await self._generate(messages, tools, config, on_text, turn_mode, narrow)
         finally:
             ON_RETRY.reset(token)

@@ -5,6 +5,8 @@ cannot be right cannot be written (`llm.harness`).
 - `without_arguments` (`repairHints`): optional arguments that failed twice away from their defaults
   (`core.repair.pinned` names them), so the call takes the defaults; and tools that failed twice since
   their result came (`core.repair.resting`) are not offered for a turn;
+- `grounded` (`groundedValues`): an argument that took a made-up value (`core.repair.grounded`) is an
+  `enum` of the values the turn has seen;
 - the budget's last turn (`lastStep`, `core.windup`): no tool is offered, the turn is the answer;
 - `holding` (`finalCheck`): the pattern that makes the answer after the final check hold the words it
   left out.
@@ -30,12 +32,14 @@ class Narrowing:
     answer must hold (the final check's); `leave_out`, per tool, arguments its call may not set (the
     repair hints': they failed twice away from their defaults, so the call takes the defaults); `rest`,
     tools it may not call (the repair hints': each failed twice since the model had its result);
-    `answer_only`, the turn may not call a tool at all (the step budget's last turn)."""
+    `answer_only`, the turn may not call a tool at all (the step budget's last turn); `only`, per tool
+    and argument, the values it may take (the grounded values)."""
 
     must_hold: tuple[str, ...] = ()
     leave_out: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     rest: tuple[str, ...] = ()
     answer_only: bool = False
+    only: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 NOT_NARROWED = Narrowing()
@@ -49,7 +53,7 @@ def offered(
     answer-only turn."""
     if narrow.answer_only:
         return []
-    narrowed = without_arguments(tools, narrow.leave_out)
+    narrowed = grounded(without_arguments(tools, narrow.leave_out), narrow.only)
     narrowed = unspent(narrowed, messages) if prune_repeats else narrowed
     return [tool for tool in narrowed if tool.name not in narrow.rest]
 
@@ -104,6 +108,24 @@ def without_arguments(tools: Sequence[ToolSpec], leave_out: Mapping[str, Sequenc
     return offered
 
 
+def grounded(tools: Sequence[ToolSpec], only: Mapping[str, Mapping[str, Sequence[str]]]) -> list[ToolSpec]:
+    """`tools` with each named string argument held to its values (an `enum`); an argument gone (a
+    pinned one) or of another type is left as it is."""
+    offered: list[ToolSpec] = []
+    for tool in tools:
+        properties = tool.input_schema.get("properties")
+        held = {
+            name: {**properties[name], "enum": list(values)}
+            for name, values in only.get(tool.name, {}).items()
+            if isinstance(properties, dict) and _free_string(properties.get(name)) and values
+        }
+        if held:
+            assert isinstance(properties, dict)
+            tool = replace(tool, input_schema={**tool.input_schema, "properties": {**properties, **held}})
+        offered.append(tool)
+    return offered
+
+
 def _spent_calls(messages: Sequence[Message]) -> dict[str, list[dict[str, Any]]]:
     """The arguments of each call of the current user turn that has its result in the history."""
     last_user = max((n for n, m in enumerate(messages) if m.role is Role.USER), default=0)
@@ -127,7 +149,7 @@ def _excluding(schema: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str,
         return None if any(not call for call in calls) else schema
     if not isinstance(properties, dict):
         return schema
-    keys = [name for name, prop in properties.items() if _free_string(prop)]
+    keys = [name for name, prop in properties.items() if _free_string(prop) or _string_enum(prop)]
     if len(keys) != 1:
         return schema
     (name,) = keys
@@ -142,7 +164,13 @@ def _excluding(schema: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str,
     if not values or len(values) > _MAX_EXCLUDED:
         return schema
     required = list(schema.get("required", ()))
-    pruned = {**prop, "pattern": "^" + _none_of(values) + "$"}
+    if "enum" in prop:  # a grounded argument: its spent values leave the enum
+        left = [value for value in prop["enum"] if value not in values]
+        if not left:
+            return _without_key(schema, name, values)
+        pruned = {**prop, "enum": left}
+    else:
+        pruned = {**prop, "pattern": "^" + _none_of(values) + "$"}
     key_branch = {**schema, "properties": {**properties, name: pruned}}
     key_branch["required"] = [*required, name] if name not in required else required
     if len(properties) == 1:
@@ -163,6 +191,30 @@ def _excluding(schema: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str,
 def _free_string(prop: Any) -> bool:
     fixed = {"enum", "const", "pattern"}
     return isinstance(prop, dict) and prop.get("type") == "string" and not fixed & set(prop)
+
+
+def _without_key(schema: dict[str, Any], name: str, spent: list[str]) -> dict[str, Any] | None:
+    """`schema` once every value a grounded `name` may take is spent: the calls that set another
+    argument away from its default, or leave `name` out (optional, its default unspent); None if none."""
+    properties: dict[str, Any] = schema["properties"]
+    required = list(schema.get("required", ()))
+    branches = [
+        {**schema, "properties": {**properties, other: _away_from_default(properties[other])},
+         "required": required if other in required else [*required, other]}
+        for other in properties
+        if other != name and _away_from_default(properties[other]) is not properties[other]
+    ]  # fmt: skip
+    if name not in required and properties[name].get("default") not in spent:
+        rest = {key: value for key, value in properties.items() if key != name}
+        branches.insert(0, {**schema, "properties": rest, "additionalProperties": False})
+    if not branches:
+        return None
+    return branches[0] if len(branches) == 1 else {"anyOf": branches}
+
+
+def _string_enum(prop: Any) -> bool:
+    """A string argument held to an `enum` of strings (a grounded one)."""
+    return isinstance(prop, dict) and prop.get("type") == "string" and isinstance(prop.get("enum"), list)
 
 
 def _sets_only(call: dict[str, Any], name: str, properties: dict[str, Any]) -> bool:

@@ -91,3 +91,33 @@ def test_a_tool_that_failed_twice_since_its_result_came_rests_for_one_request() 
     assert repair.resting(wrong) == ()  # never worked: the model has no result of it to go on with
     again = record(4, numbered(4, "list_python_files"), failed=False)
     assert repair.resting([worked, *wrong, again]) == ()  # its last call worked
+
+
+def outcome(index: int, call: ToolCall, output: str, *, failed: bool) -> StepRecord:
+    step = StepRecord(index=index, tool_calls=[call])
+    step.observations = [Observation(call.id, call.name, output, is_error=failed)]
+    return step
+
+
+def test_a_value_the_tool_said_does_not_exist_holds_that_argument_to_the_values_the_turn_has_seen() -> None:
+    listed = outcome(0, numbered(1, "list_python_files"), '["metrics.py","schema.py"]', failed=False)
+    made_up = numbered(2, "count_file_lines", file_path="your-workspace.py")
+    said = "count_file_lines raised FileNotFoundError: no file named 'your-workspace.py'"
+    missing = outcome(1, made_up, said, failed=True)
+    task = "How many lines does tools.py have, and which files are in 'src'?"
+    assert repair.grounded([listed, missing], task) == {
+        "count_file_lines": {"file_path": ("metrics.py", "schema.py", "src", "tools.py")}
+    }
+    assert repair.grounded([listed], task) == {}  # nothing made up yet
+
+
+def test_a_failure_that_does_not_name_the_value_or_a_value_the_turn_holds_grounds_nothing() -> None:
+    listed = outcome(0, numbered(1, "list_python_files"), '["metrics.py","schema.py"]', failed=False)
+    unnamed = outcome(1, numbered(2, "count_file_lines", file_path="x.py"), "permission denied", failed=True)
+    assert repair.grounded([listed, unnamed]) == {}
+    held = numbered(3, "count_file_lines", file_path="schema.py")  # seen in the listing: no invention
+    failed = outcome(2, held, "count_file_lines raised OSError: cannot read 'schema.py'", failed=True)
+    assert repair.grounded([listed, failed]) == {}
+    nothing_seen = outcome(0, numbered(4, "count_file_lines", file_path="a.py"), "no file named 'a.py'",
+                           failed=True)
+    assert repair.grounded([nothing_seen], "count the lines") == {}  # no value to offer instead

@@ -107,3 +107,21 @@ def test_a_tool_whose_only_argument_is_pinned_goes_once_its_default_call_is_spen
     assert [t.name for t in narrowing.offered([listing], made_up, pinned, prune_repeats=True)] == ["ls"]
     spent = answered(ToolCall("a", "ls", {}))
     assert narrowing.offered([listing], spent, pinned, prune_repeats=True) == []
+
+
+def test_a_grounded_argument_is_an_enum_and_its_spent_values_leave_it() -> None:
+    held = narrowing.Narrowing(only={"count_file_lines": {"file_path": ("metrics.py", "schema.py")}})
+    (offered,) = narrowing.offered([COUNT], [Message(Role.USER, "count")], held, prune_repeats=True)
+    held_to = {"type": "string", "enum": ["metrics.py", "schema.py"]}
+    assert offered.input_schema["properties"]["file_path"] == held_to
+    messages = answered(ToolCall("a", "count_file_lines", {"file_path": "metrics.py"}))
+    (offered,) = narrowing.offered([COUNT], messages, held, prune_repeats=True)
+    valid = jsonschema.Draft202012Validator(offered.input_schema)
+    assert valid.is_valid({"file_path": "schema.py"}) and not valid.is_valid({"file_path": "metrics.py"})
+    assert not valid.is_valid({"file_path": "made-up.py"})
+    assert valid.is_valid({"file_path": "metrics.py", "ignore_empty": False})  # another call
+    both = answered(*(ToolCall(n, "count_file_lines", {"file_path": f}) for n, f in (("a", "metrics.py"),
+                                                                                      ("b", "schema.py"))))
+    (offered,) = narrowing.offered([COUNT], both, held, prune_repeats=True)  # only the other flag is left
+    valid = jsonschema.Draft202012Validator(offered.input_schema)
+    assert not valid.is_valid({"file_path": "schema.py"}) and not valid.is_valid({"file_path": "x.py"})
