@@ -107,3 +107,40 @@ async def test_a_spent_call_of_a_tool_with_more_arguments_compiles_and_is_not_wr
     log = llama.log.read_text(errors="replace")
     assert "failed to parse grammar" not in log and "error parsing grammar" not in log
     assert llama.process.poll() is None, llama.log_tail()
+
+
+@pytest.mark.asyncio
+async def test_a_grounded_argument_compiles_and_takes_only_a_value_the_turn_has_seen(
+    llama: LlamaServer,
+) -> None:
+    """`groundedValues`: after a made-up path, the argument is an enum of the paths seen (a spent one
+    left out of it), and the server's grammar holds the call to them."""
+    listed = ToolCall("l", "list_files", {})
+    made_up = ToolCall("m", "count_lines", {"path": "your-file.txt"})
+    spent = ToolCall("s", "count_lines", {"path": "a b.txt"})
+    history = [
+        Message(Role.SYSTEM, "You count lines."),
+        Message(Role.USER, "Count the lines of every file."),
+        Message(Role.ASSISTANT, "listing", tool_calls=(listed,)),
+        Message(Role.TOOL, '["a b.txt", "dir/x-y.md", "notes_1.txt"]', tool_call_id="l"),
+        Message(Role.ASSISTANT, "counting", tool_calls=(made_up,)),
+        Message(Role.TOOL, "no file named 'your-file.txt'", tool_call_id="m"),
+        Message(Role.ASSISTANT, "counting", tool_calls=(spent,)),
+        Message(Role.TOOL, "12", tool_call_id="s"),
+    ]
+    only = {"count_lines": {"path": ("a b.txt", "dir/x-y.md", "notes_1.txt")}}
+    config = LLMConfig(base_url=llama.base_url, model=MODEL_ALIAS, tool_mode="json", max_tokens=64,
+                       timeout_sec=REQUEST_TIMEOUT)
+    async with OpenAICompatibleClient() as client:
+        for seed in range(3):
+            reply = await within(
+                client.generate(history, [COUNT], dataclasses.replace(config, seed=seed), only=only)
+            )
+            assert reply.format_error is None or "cut off" in reply.format_error, reply.content
+            for call in reply.tool_calls:
+                path, again = call.arguments.get("path"), call.arguments.get("ignore_empty", True)
+                fresh = path in ("dir/x-y.md", "notes_1.txt") or (path == "a b.txt" and not again)
+                assert fresh, reply.content
+    log = llama.log.read_text(errors="replace")
+    assert "failed to parse grammar" not in log and "error parsing grammar" not in log
+    assert llama.process.poll() is None, llama.log_tail()

@@ -92,14 +92,15 @@ _QUOTED = re.compile(r"'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"")
 
 def grounded(turn: Sequence[StepRecord], task: str = "") -> dict[str, dict[str, tuple[str, ...]]]:
     """Per tool, per string argument, the only values the next request may give it: the values seen
-    in `turn` (the current user turn's steps), for an argument one of whose calls failed with a value
-    the error named and nothing in the turn or `task` holds. Empty when no value was made up, or when
-    the turn has seen none to offer (or too many)."""
+    in `turn` (the current user turn's steps) but those it already failed with, for an argument one of
+    whose calls failed with a value the error named and nothing in the turn or `task` holds. Empty when
+    no value was made up, or when the turn has seen none to offer (or too many)."""
     seen = _seen(turn, task)
     offered = tuple(sorted(value for value in seen if _PLAIN_VALUE.fullmatch(value)))
     if not offered or len(offered) > _MAX_GROUNDED:
         return {}
-    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    made_up: set[tuple[str, str]] = set()
+    tried: dict[tuple[str, str], set[str]] = {}  # the values each argument failed with
     for record in turn:
         results = {obs.call_id: obs for obs in record.observations}
         for call in record.tool_calls:
@@ -107,8 +108,15 @@ def grounded(turn: Sequence[StepRecord], task: str = "") -> dict[str, dict[str, 
             if result is None or not result.is_error:
                 continue
             for name, value in call.arguments.items():
-                if isinstance(value, str) and value not in seen and _named_by(result, value):
-                    out.setdefault(call.name, {})[name] = offered
+                if isinstance(value, str) and _named_by(result, value):
+                    tried.setdefault((call.name, name), set()).add(value)
+                    if value not in seen:
+                        made_up.add((call.name, name))
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for tool, name in sorted(made_up):
+        left = tuple(value for value in offered if value not in tried[tool, name])
+        if left:
+            out.setdefault(tool, {})[name] = left
     return out
 
 

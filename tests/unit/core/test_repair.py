@@ -121,3 +121,15 @@ def test_a_failure_that_does_not_name_the_value_or_a_value_the_turn_holds_ground
     nothing_seen = outcome(0, numbered(4, "count_file_lines", file_path="a.py"), "no file named 'a.py'",
                            failed=True)
     assert repair.grounded([nothing_seen], "count the lines") == {}  # no value to offer instead
+
+
+def test_a_value_an_argument_already_failed_with_is_not_offered_to_it_again() -> None:
+    listed = outcome(0, numbered(1, "list_python_files"), '["metrics.py","schema.py"]', failed=False)
+    made_up = outcome(1, numbered(2, "list_python_files", directory="src-x"), "no directory named 'src-x'",
+                      failed=True)
+    wrong = outcome(2, numbered(3, "list_python_files", directory="schema.py"),
+                    "no directory named 'schema.py'", failed=True)
+    assert repair.grounded([listed, made_up, wrong]) == {"list_python_files": {"directory": ("metrics.py",)}}
+    last = outcome(3, numbered(4, "list_python_files", directory="metrics.py"),
+                   "no directory named 'metrics.py'", failed=True)
+    assert repair.grounded([listed, made_up, wrong, last]) == {}  # nothing left to offer: left free
