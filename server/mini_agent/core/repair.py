@@ -92,9 +92,10 @@ _QUOTED = re.compile(r"'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"")
 
 def grounded(turn: Sequence[StepRecord], task: str = "") -> dict[str, dict[str, tuple[str, ...]]]:
     """Per tool, per string argument, the only values the next request may give it: the values seen
-    in `turn` (the current user turn's steps) but those it already failed with, for an argument one of
-    whose calls failed with a value the error named and nothing in the turn or `task` holds. Empty when
-    no value was made up, or when the turn has seen none to offer (or too many)."""
+    in `turn` (the current user turn's steps) but those it already failed with (none left: the grammar
+    leaves an optional argument out), for an argument one of whose calls failed with a value the error
+    named and nothing in the turn or `task` holds. Empty when no value was made up, or when the turn
+    has seen none to offer (or too many)."""
     seen = _seen(turn, task)
     offered = tuple(sorted(value for value in seen if _PLAIN_VALUE.fullmatch(value)))
     if not offered or len(offered) > _MAX_GROUNDED:
@@ -114,9 +115,7 @@ def grounded(turn: Sequence[StepRecord], task: str = "") -> dict[str, dict[str, 
                         made_up.add((call.name, name))
     out: dict[str, dict[str, tuple[str, ...]]] = {}
     for tool, name in sorted(made_up):
-        left = tuple(value for value in offered if value not in tried[tool, name])
-        if left:
-            out.setdefault(tool, {})[name] = left
+        out.setdefault(tool, {})[name] = tuple(value for value in offered if value not in tried[tool, name])
     return out
 
 

@@ -109,20 +109,23 @@ def without_arguments(tools: Sequence[ToolSpec], leave_out: Mapping[str, Sequenc
 
 
 def grounded(tools: Sequence[ToolSpec], only: Mapping[str, Mapping[str, Sequence[str]]]) -> list[ToolSpec]:
-    """`tools` with each named string argument held to its values (an `enum`); an argument gone (a
-    pinned one) or of another type is left as it is."""
+    """`tools` with each named string argument held to its values (an `enum`), or, with none left,
+    left out when it is optional (a required one stays free); an argument gone (a pinned one) or of
+    another type is left as it is."""
     offered: list[ToolSpec] = []
     for tool in tools:
         properties = tool.input_schema.get("properties")
-        held = {
-            name: {**properties[name], "enum": list(values)}
-            for name, values in only.get(tool.name, {}).items()
-            if isinstance(properties, dict) and _free_string(properties.get(name)) and values
-        }
+        if not isinstance(properties, dict):
+            offered.append(tool)
+            continue
+        named = {name: values for name, values in only.get(tool.name, {}).items()
+                 if _free_string(properties.get(name))}  # fmt: skip
+        held = {name: {**properties[name], "enum": list(values)} for name, values in named.items() if values}
+        required = set(tool.input_schema.get("required", ()))
+        gone = {name for name, values in named.items() if not values} - required
         if held:
-            assert isinstance(properties, dict)
             tool = replace(tool, input_schema={**tool.input_schema, "properties": {**properties, **held}})
-        offered.append(tool)
+        offered.append(without_arguments([tool], {tool.name: tuple(gone)})[0] if gone else tool)
     return offered
 
 

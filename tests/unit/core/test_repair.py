@@ -132,4 +132,5 @@ def test_a_value_an_argument_already_failed_with_is_not_offered_to_it_again() ->
     assert repair.grounded([listed, made_up, wrong]) == {"list_python_files": {"directory": ("metrics.py",)}}
     last = outcome(3, numbered(4, "list_python_files", directory="metrics.py"),
                    "no directory named 'metrics.py'", failed=True)
-    assert repair.grounded([listed, made_up, wrong, last]) == {}  # nothing left to offer: left free
+    # nothing left to offer: an empty choice, which the grammar reads as "leave it out" when optional
+    assert repair.grounded([listed, made_up, wrong, last]) == {"list_python_files": {"directory": ()}}

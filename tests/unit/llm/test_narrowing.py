@@ -125,3 +125,12 @@ def test_a_grounded_argument_is_an_enum_and_its_spent_values_leave_it() -> None:
     (offered,) = narrowing.offered([COUNT], both, held, prune_repeats=True)  # only the other flag is left
     valid = jsonschema.Draft202012Validator(offered.input_schema)
     assert not valid.is_valid({"file_path": "schema.py"}) and not valid.is_valid({"file_path": "x.py"})
+
+
+def test_a_grounded_argument_with_no_value_left_is_left_out_when_optional_and_free_when_required() -> None:
+    listing = ToolSpec("ls", "List.", {"type": "object", "properties": {"directory": {"type": "string"}}})
+    exhausted = narrowing.Narrowing(only={"ls": {"directory": ()}, "count_file_lines": {"file_path": ()}})
+    asked = [Message(Role.USER, "list")]
+    ls, count = narrowing.offered([listing, COUNT], asked, exhausted, prune_repeats=True)
+    assert ls.input_schema["properties"] == {} and ls.input_schema["additionalProperties"] is False
+    assert count.input_schema == COUNT.input_schema
