@@ -136,10 +136,11 @@ def _seen(turn: Sequence[StepRecord], task: str) -> set[str]:
 
 
 def _strings(output: str) -> set[str]:
-    """The strings of a JSON result, its values and keys (a text that is no JSON: none)."""
+    """The strings of a JSON result, its values and keys (a text that is no JSON, or nests past the
+    decoder's depth: none)."""
     try:
         value = json.loads(output)
-    except ValueError:
+    except (ValueError, RecursionError):
         return set()
     found: set[str] = set()
     pending = [value]

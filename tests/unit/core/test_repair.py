@@ -134,3 +134,11 @@ def test_a_value_an_argument_already_failed_with_is_not_offered_to_it_again() ->
                    "no directory named 'metrics.py'", failed=True)
     # nothing left to offer: an empty choice, which the grammar reads as "leave it out" when optional
     assert repair.grounded([listed, made_up, wrong, last]) == {"list_python_files": {"directory": ()}}
+
+
+def test_a_result_nested_past_the_decoders_depth_holds_no_value_and_breaks_nothing() -> None:
+    deep = outcome(0, numbered(1, "list_python_files"), "[" * 100_000 + "]" * 100_000, failed=False)
+    made_up = outcome(1, numbered(2, "count_file_lines", file_path="x.py"), "no file named 'x.py'",
+                      failed=True)
+    held = repair.grounded([deep, made_up], "count a.py and b.py")
+    assert held == {"count_file_lines": {"file_path": ("a.py", "b.py")}}
