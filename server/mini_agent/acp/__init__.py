@@ -14,7 +14,7 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from acp import Agent, RequestError
 from acp.agent.router import build_agent_router
@@ -30,6 +30,9 @@ from mini_agent.core.strict import invalid
 from mini_agent.plumbing import eventloop, jsonrpc
 from mini_agent.plumbing.pipes import SafeWriter
 from mini_agent.plumbing.stdout import claim_stdout
+
+if TYPE_CHECKING:
+    from mini_agent.app.model_choices import ModelAccess
 
 log = logging.getLogger("mini_agent.acp")
 READ_LIMIT = 50 * 1024 * 1024  # one message line at most, as the SDK's own stdio reader allows
@@ -70,12 +73,26 @@ def _request_error(exc: AgentError) -> RequestError:
     return RequestError(exc.code, str(exc), error_data(exc))
 
 
-async def serve(reader: asyncio.StreamReader, writer: SafeWriter, *, trusted: bool) -> None:
-    """Serve until the input ends or SIGTERM / SIGINT; then take every tool host down with us."""
+def connect(
+    reader: asyncio.StreamReader,
+    writer: SafeWriter,
+    *,
+    trusted: bool,
+    env: dict[str, str] | None = None,
+    access: ModelAccess | None = None,
+) -> tuple[MiniAgent, Connection]:
+    """The door over one line stream: the agent and its connection, not listening yet
+    (`connection.main_loop()` serves; `agent.aclose()` then `connection.close()` end it)."""
     transport = LineTransport(reader, writer)
-    agent = MiniAgent(transport, trusted=trusted)
+    agent = MiniAgent(transport, trusted=trusted, env=env, access=access)
     connection = Connection(handler_for(agent), transport, listening=False)
     agent.connection = connection
+    return agent, connection
+
+
+async def serve(reader: asyncio.StreamReader, writer: SafeWriter, *, trusted: bool) -> None:
+    """Serve until the input ends or SIGTERM / SIGINT; then take every tool host down with us."""
+    agent, connection = connect(reader, writer, trusted=trusted)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

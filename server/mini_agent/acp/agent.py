@@ -66,6 +66,7 @@ from mini_agent.tools.mcp.config import McpServer, parse_servers
 if TYPE_CHECKING:
     from mini_agent.acp.client import AcpClient
     from mini_agent.app.config import WorkspaceConfig
+    from mini_agent.app.model_choices import ModelAccess
     from mini_agent.app.workspace import Workspace
     from mini_agent.core.session import SessionRow
 
@@ -82,9 +83,17 @@ STOP_NOTES = {
 class MiniAgent:
     """The ACP `Agent`: the SDK's router calls these with snake_case keyword arguments."""
 
-    def __init__(self, transport: LineTransport, *, trusted: bool, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        transport: LineTransport,
+        *,
+        trusted: bool,
+        env: dict[str, str] | None = None,
+        access: ModelAccess | None = None,
+    ) -> None:
         self._transport = transport
         self._trusted = trusted
+        self._access = access  # how workspaces reach model servers: over HTTP unless a test says
         self._env = dict(os.environ if env is None else env)
         self._workspaces: dict[Path, tuple[Workspace, AcpClient]] = {}
         self._opening: dict[Path, asyncio.Future[tuple[Workspace, AcpClient]]] = {}
@@ -432,7 +441,7 @@ class MiniAgent:
 
         options, config = await self._resolve(root)
         client = AcpClient(root, self._transport, self._conn, self._follows(root), self._capabilities)
-        workspace = client.workspace = Workspace(root, options, client, config=config)
+        workspace = client.workspace = Workspace(root, options, client, config=config, access=self._access)
         editor_fs.register(workspace.registry, self._fs)
         for problem in await workspace.restore_tools():
             log.warning("could not restore a tool registration: %s", problem)

@@ -2,17 +2,32 @@
 
 `ModelMenu` asks a server's `GET /models` once and keeps the answer (`llm.models.ModelLister`); the
 daemon's API key goes to the server it was configured for and to no other. `ModelChoices` is the answer
-a door renders (a session's model picker, `/model`).
+a door renders (a session's model picker, `/model`). `ModelAccess` is every way a workspace reaches
+model servers, over HTTP unless a test gives its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from mini_agent.core.contracts import LLMConfig
+from mini_agent.core.ports import WindowProbe
+from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.models import ModelLister
+from mini_agent.llm.window import ServerWindowProbe
+
+
+@dataclass(frozen=True, slots=True)
+class ModelAccess:
+    """How a workspace reaches model servers: the client of its turns, the lister of their models and
+    the probe of their windows. A test gives fakes (`llm.fake.FakeTransport` under the client, a
+    lister's `ask`), so a door runs in one process without a socket."""
+
+    client: OpenAICompatibleClient = field(default_factory=OpenAICompatibleClient)
+    lister: ModelLister = field(default_factory=ModelLister)
+    probe: WindowProbe = field(default_factory=ServerWindowProbe)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +46,9 @@ class ModelMenu:
     """The model lists of the servers a workspace's sessions may use; `keys` are the API keys by the
     base URL each was configured for."""
 
-    def __init__(self, keys: Mapping[str, str]) -> None:
+    def __init__(self, keys: Mapping[str, str], lister: ModelLister | None = None) -> None:
         self._keys = {url.rstrip("/"): key for url, key in keys.items() if key}
-        self._lister = ModelLister()
+        self._lister = lister or ModelLister()
 
     def add_key(self, base_url: str, key: str) -> None:
         """A key set up for `base_url` since (it goes to that server only)."""

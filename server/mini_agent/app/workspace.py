@@ -23,7 +23,7 @@ from mini_agent.app import config as workspace_config
 from mini_agent.app import scope, trust
 from mini_agent.app.config import WorkspaceConfig
 from mini_agent.app.mcp_turns import GatedRuntime, SessionServers
-from mini_agent.app.model_choices import ModelChoices, ModelMenu
+from mini_agent.app.model_choices import ModelAccess, ModelChoices, ModelMenu
 from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
 from mini_agent.app.outbox import Outbox
 from mini_agent.app.port import Answer, Client, HeldRegistration, Scoping, ToolList
@@ -39,9 +39,7 @@ from mini_agent.core.session import (
     PermissionMode,
     new_session_id,
 )
-from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.formats import reply_format
-from mini_agent.llm.window import ServerWindowProbe
 from mini_agent.store.sqlite import SqliteStore, StoreError
 from mini_agent.telemetry.config import settings
 from mini_agent.tools.mcp import McpSource
@@ -71,8 +69,15 @@ class Workspace:
     event sink: a permission prompt goes to `client.ask_permission`, each event to `client.publish`."""
 
     def __init__(
-        self, root: Path, options: InitOptions, client: Client, *, config: WorkspaceConfig | None = None
+        self,
+        root: Path,
+        options: InitOptions,
+        client: Client,
+        *,
+        config: WorkspaceConfig | None = None,
+        access: ModelAccess | None = None,
     ) -> None:
+        access = access or ModelAccess()
         self.root = root
         self.options = options
         self.config = config or WorkspaceConfig()
@@ -82,7 +87,7 @@ class Workspace:
         self.unloaded: list[HeldRegistration] = []  # stored registrations not imported: not trusted
         self.store_error: str | None = None
         self.store = self._open_store(options) if options.store.enabled else None
-        self.llm = OpenAICompatibleClient()
+        self.llm = access.client
         llm = options.llm.apply(LLMConfig())
         self.registry = options.tools.registry(
             root, secret_values=[llm.api_key or ""], client_caller=self.client.run_tool
@@ -106,7 +111,7 @@ class Workspace:
             add_tools=lambda sid, specs: self._runtime.add_tools(sid, specs),
         )
         keys = {llm.base_url: llm.api_key} if llm.api_key else {}  # the key belongs to that server only
-        self.models = ModelMenu(keys)
+        self.models = ModelMenu(keys, access.lister)
         defaults = AgentConfig(llm=replace(llm, api_key=None), max_steps=options.max_steps)
         if options.system_prompt is not None:
             defaults = defaults.with_overrides(system_prompt=options.system_prompt)
@@ -122,7 +127,7 @@ class Workspace:
             approver=self,
             store=self.store,
             keys=keys,
-            probe=ServerWindowProbe(),
+            probe=access.probe,
             formats=reply_format,
             gate=self.servers.gate,
         )

@@ -18,13 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mini_agent.llm import side
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +61,17 @@ class ModelList:
         return not self.ids and time.monotonic() - self.at > RETRY_AFTER_SEC
 
 
-class ModelLister:
-    """`GET /models` per base URL over HTTP (aiohttp, imported on first use), kept per base URL."""
+Ask = Callable[[str, "str | None"], Awaitable["ModelList"]]  # (base URL, API key) -> what it lists
 
-    def __init__(self, timeout_sec: float = MODELS_TIMEOUT_SEC) -> None:
+
+class ModelLister:
+    """`GET /models` per base URL over HTTP (aiohttp, imported on first use), kept per base URL.
+    `ask` stands in for the HTTP request (a test's model server without a socket); the keeping, the
+    sharing of one question and the retry of an empty answer are the same either way."""
+
+    def __init__(self, timeout_sec: float = MODELS_TIMEOUT_SEC, *, ask: Ask | None = None) -> None:
         self._timeout = timeout_sec
+        self._asker: Ask = ask or self._ask
         self._known: dict[str, ModelList] = {}
         self._asking: dict[str, asyncio.Future[ModelList]] = {}
 
@@ -84,7 +88,7 @@ class ModelLister:
             return kept
         asking = self._asking.get(server)
         if asking is None:
-            asking = self._asking[server] = asyncio.ensure_future(self._ask(server, api_key))
+            asking = self._asking[server] = asyncio.ensure_future(self._asker(server, api_key))
             asking.add_done_callback(lambda _: self._asking.pop(server, None))
         found = await asyncio.shield(asking)
         self._known[server] = found

@@ -27,37 +27,12 @@ from mini_agent.llm import react
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.fake import FakeReply, FakeTransport
 
+from ...support.completions import events, sse, whole
+
 BASE = "http://model.invalid/v1"
 HISTORY = (Message(Role.SYSTEM, "Be terse."), Message(Role.USER, "2 + 3?"))
 ADD = ToolSpec("add", "Add.", {"type": "object", "properties": {"a": {"type": "number"}}})
 ACTION = 'Thought: I should add.\nAction: add\nAction Input: {"a": 2, "b": 3}'
-
-
-def events(
-    *deltas: dict[str, Any], finish: str | None = "stop", usage: tuple[int, int] = (7, 3)
-) -> list[bytes]:
-    """A streamed completion, one event per delta, then the finish, usage and [DONE] (no finish and
-    no usage when `finish` is None: a stream the server dropped), cut into odd network pieces."""
-    out = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
-    if finish is not None:
-        out.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        out.append({"choices": [], "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]}})
-    stream = "".join(f"data: {json.dumps(event)}\n\n" for event in out) + "data: [DONE]\n\n"
-    raw = stream.encode()
-    return [raw[i : i + 37] for i in range(0, len(raw), 37)]
-
-
-def sse(*texts: str, finish: str | None = "stop", usage: tuple[int, int] = (7, 3)) -> FakeReply:
-    pieces = events(*({"content": t} for t in texts), finish=finish, usage=usage)
-    return FakeReply(200, pieces, content_type="text/event-stream")
-
-
-def whole(content: str, tool_calls: list[dict[str, Any]] | None = None, finish: str = "stop") -> FakeReply:
-    message: dict[str, Any] = {"content": content}
-    if tool_calls is not None:
-        message["tool_calls"] = tool_calls
-    body = {"choices": [{"message": message, "finish_reason": finish}], "usage": {}}
-    return FakeReply(200, json.dumps(body).encode())
 
 
 def error(status: int, message: str, retry_after: str | None = None) -> FakeReply:
