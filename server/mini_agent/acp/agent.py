@@ -47,14 +47,13 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
-from mini_agent.acp import auth, checks, editor_fs, slash, updates
+from mini_agent.acp import auth, checks, slash, updates
 from mini_agent.acp import chat as chat_config
 from mini_agent.acp.chat import Chat
+from mini_agent.acp.folders import Folders
 from mini_agent.acp.transport import LineTransport
 from mini_agent.acp.trust_prompt import TrustPrompt
 from mini_agent.app import commands
-from mini_agent.app import config as workspace_config
-from mini_agent.app.options import InitOptions
 from mini_agent.core.contracts import Image, StopReason
 from mini_agent.core.errors import AgentError, UnknownSession
 from mini_agent.core.images import checked
@@ -65,7 +64,6 @@ from mini_agent.tools.mcp.config import McpServer, parse_servers
 
 if TYPE_CHECKING:
     from mini_agent.acp.client import AcpClient
-    from mini_agent.app.config import WorkspaceConfig
     from mini_agent.app.model_choices import ModelAccess
     from mini_agent.app.workspace import Workspace
     from mini_agent.core.session import SessionRow
@@ -92,11 +90,10 @@ class MiniAgent:
         access: ModelAccess | None = None,
     ) -> None:
         self._transport = transport
-        self._trusted = trusted
-        self._access = access  # how workspaces reach model servers: over HTTP unless a test says
         self._env = dict(os.environ if env is None else env)
-        self._workspaces: dict[Path, tuple[Workspace, AcpClient]] = {}
-        self._opening: dict[Path, asyncio.Future[tuple[Workspace, AcpClient]]] = {}
+        self._folders = Folders(
+            self._client_for, lambda: self._fs, trusted=trusted, env=self._env, access=access
+        )
         self._chats: dict[str, Chat] = {}
         self.connection: Connection | None = None
         self._fs: FileSystemCapabilities | None = None  # what the client said it can do, at initialize
@@ -140,24 +137,21 @@ class MiniAgent:
         """Succeeds when `method_id`'s model server is set up and answers (`auth`); the workspaces
         open here take it up for their new sessions, so the model picker shows its models at once."""
         await auth.authenticate(method_id, self._env)
-        for root, (workspace, _client) in list(self._workspaces.items()):
-            options, _config = await self._resolve(root, trusted=workspace.trusted)
-            workspace.use_model_server(options)
+        await self._folders.use_model_servers()
         return AuthenticateResponse()
 
     async def aclose(self) -> None:
         """Stop every workspace's tool hosts, HTTP session and store."""
         for chat in self._chats.values():
             chat.workspace.sessions.cancel(chat.session_id)
-        closing = (workspace.aclose() for workspace, _ in self._workspaces.values())
-        await asyncio.gather(*closing, return_exceptions=True)
+        await self._folders.aclose()
 
     # -- sessions -------------------------------------------------------------------------------
 
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> NewSessionResponse:
-        pair = await self._workspace(cwd)
+        pair = await self._folders.get(cwd)
         chat = self._adopt(new_session_id(), pair, started=False, mcp_servers=mcp_servers)
         options, modes = await chat_config.options(chat)
         # after the answer, which tells the client the session's id
@@ -168,7 +162,7 @@ class MiniAgent:
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> LoadSessionResponse:
         """Replay the whole history, user turns included, before answering."""
-        workspace, client = await self._workspace(cwd)
+        workspace, client = await self._folders.get(cwd)
         events = workspace.sessions.replay(session_id, task=True)  # an unknown session stops here
         chat = self._adopt(session_id, (workspace, client), started=True, mcp_servers=mcp_servers)
         self._warn(chat)
@@ -181,7 +175,7 @@ class MiniAgent:
     async def resume_session(
         self, session_id: str, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> ResumeSessionResponse:
-        pair = await self._workspace(cwd)
+        pair = await self._folders.get(cwd)
         pair[0].sessions.resume(session_id)
         chat = self._adopt(session_id, pair, started=True, mcp_servers=mcp_servers)
         options, modes = await chat_config.options(chat)
@@ -193,7 +187,7 @@ class MiniAgent:
     ) -> ForkSessionResponse:
         """A new session with the whole ended history of `session_id` (a copy in the store, not a
         replay), followed by this connection like one it made; the source goes on untouched."""
-        pair = await self._workspace(cwd)
+        pair = await self._folders.get(cwd)
         servers = _mcp_servers(mcp_servers) if mcp_servers is not None else None
         forked = pair[0].sessions.fork(session_id, mcp_servers=servers)
         chat = self._adopt(forked.session_id, pair, started=True, mcp_servers=mcp_servers)
@@ -205,7 +199,7 @@ class MiniAgent:
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> ListSessionsResponse:
         """Newest first, `PAGE` at a time; the cursor is the offset of the next page."""
-        pairs = [await self._workspace(cwd)] if cwd is not None else list(self._workspaces.values())
+        pairs = [await self._folders.get(cwd)] if cwd is not None else self._folders.pairs()
         offset = checks.offset(cursor)
         infos: list[SessionInfo] = []
         more = False
@@ -239,7 +233,7 @@ class MiniAgent:
             if chat.started:
                 chat.workspace.sessions.delete(session_id)
             return DeleteSessionResponse()
-        for workspace, _client in self._workspaces.values():
+        for workspace, _client in self._folders.pairs():
             try:
                 workspace.sessions.delete(session_id)
             except UnknownSession:
@@ -416,39 +410,10 @@ class MiniAgent:
 
         return follows
 
-    async def _workspace(self, cwd: str) -> tuple[Workspace, AcpClient]:
-        """The workspace of `cwd`, opened once: requests that ask for it meanwhile wait for the same
-        opening, and a request cancelled meanwhile (`$/cancel_request`) leaves it to finish."""
-        root = checks.root(cwd)
-        pair = self._workspaces.get(root)
-        if pair is not None:
-            return pair
-        opening = self._opening.get(root)
-        if opening is None:
-            opening = self._opening[root] = asyncio.ensure_future(self._open(root))
-            opening.add_done_callback(lambda _: self._opening.pop(root, None))
-        return await asyncio.shield(opening)
-
-    async def _resolve(self, root: Path, *, trusted: bool = False) -> tuple[InitOptions, WorkspaceConfig]:
-        """The folder's options and file as this agent reads them (`--trust`, or the trust store)."""
-        # unsaid: the trust store decides
-        request = InitOptions(workspace_trusted=True) if self._trusted or trusted else InitOptions()
-        return await asyncio.to_thread(workspace_config.resolve, root, request, self._env)
-
-    async def _open(self, root: Path) -> tuple[Workspace, AcpClient]:
+    def _client_for(self, root: Path) -> AcpClient:
         from mini_agent.acp.client import AcpClient  # the adapters load with the first workspace
-        from mini_agent.app.workspace import Workspace
 
-        options, config = await self._resolve(root)
-        client = AcpClient(root, self._transport, self._conn, self._follows(root), self._capabilities)
-        workspace = client.workspace = Workspace(root, options, client, config=config, access=self._access)
-        editor_fs.register(workspace.registry, self._fs)
-        for problem in await workspace.restore_tools():
-            log.warning("could not restore a tool registration: %s", problem)
-        if held := workspace.held_back_note():
-            log.warning("%s", held)
-        pair = self._workspaces[root] = (workspace, client)  # with its tools: no request sees it sooner
-        return pair
+        return AcpClient(root, self._transport, self._conn, self._follows(root), self._capabilities)
 
 
 _ACP_STOP: dict[StopReason, Any] = {
