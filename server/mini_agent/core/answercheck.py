@@ -118,14 +118,6 @@ def answer_words(left_out: Sequence[LeftOut]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(words))[:_ANSWER_WORDS]
 
 
-def found_words(turn: Sequence[StepRecord], task: str) -> tuple[str, ...]:
-    """Words the budget's last answer must hold (`lastStep` with `lastAnswerWords`; json mode's grammar
-    makes it): the salient words of the turn's distinct results, a few of each, in call order; none
-    when the task asks for one thing only."""
-    results = _weigh(turn, "", task)
-    return answer_words(list({(item.name, item.output): item for item in results}.values()))
-
-
 def parts(task: str) -> int:
     """How many things the task asks for, as far as its shape shows: 1 plus each further part."""
     return 1 + len(_FURTHER.findall(task))

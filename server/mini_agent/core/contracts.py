@@ -316,8 +316,6 @@ class Harness:
     `grounded_values`: in json mode, a string argument that failed with a value its tool said does not
     exist, and that nothing in the turn holds, may from then on take only a value the turn has seen (the
     task's words, results, successful calls' arguments; `repair.grounded`).
-    `last_answer_words`: in json mode, the budget's last answer (`last_step`) must hold the salient words
-    of the turn's results, as the answer after the final check does (`answercheck.found_words`).
     """
 
     text_calls: bool = True
@@ -327,7 +325,6 @@ class Harness:
     last_step: bool = True
     known_results: bool = True
     grounded_values: bool = True
-    last_answer_words: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -145,8 +145,6 @@ class Stepper:
         rest = repair.resting(turn) if hints else ()
         only = repair.grounded(turn, task) if session.config.llm.harness.grounded_values else {}
         answer_only = session.config.llm.harness.last_step and windup.is_last(turn, session.config.max_steps)
-        if answer_only and not answer_with and session.config.llm.harness.last_answer_words:
-            answer_with = answercheck.found_words(turn, task)
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
             reply = self._llm.generate(

@@ -77,9 +77,3 @@ def test_the_parts_of_a_task_are_read_off_its_shape() -> None:
     assert answercheck.parts("How many lines do a.py and b.py have together?") == 1
     assert answercheck.parts("Summarise notes.md.") == 1
 
-
-def test_the_budgets_last_answer_must_hold_what_each_result_found_in_call_order() -> None:
-    errors = [step(2, "count_file_lines", '{"file_path": "x.py"}', "no file named 'x.py'", error=True)]
-    assert answercheck.found_words([*TURN, *errors], TASK) == ("metrics.py", "tools.py", "21")
-    assert answercheck.found_words(TURN, "How many lines does schema.py have?") == ()  # one part
-    assert answercheck.found_words([], TASK) == ()
