@@ -42,7 +42,8 @@ To use a tool:
 The arguments follow the tool's schema above. The tool's result arrives in the next message, starting \
 with "Observation:".
 
-When you have what you need:
+When you have what you need, or when no listed tool does what the user asks (then call none, and \
+answer directly):
 {{"thought": "why you are done", "action": {{"final_answer": "your answer for the user, every part of \
 what they asked"}}}}"""
 

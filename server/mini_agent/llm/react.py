@@ -59,7 +59,8 @@ Inside JSON strings, write a line break as \\n. After the Action Input, stop: th
 arrives in the next message, starting with "Observation:". Never write an Observation yourself, not \
 even inside an argument: that word ends your turn.
 
-When you have what you need:
+When you have what you need, or when no listed tool does what the user asks (then call none, and \
+answer directly):
 Thought: why you are done
 Final Answer: your answer for the user, answering every part of what they asked"""
 
