@@ -102,10 +102,24 @@ async def listing(server: str, api_key: str | None) -> ModelList:
     return ModelList(server, LISTED, answered=True)
 
 
+@dataclass
+class Door:
+    """The client's side of a running door: its connection, what it recorded, the raw line end."""
+
+    client: ClientSideConnection
+    recorder: Recorder
+    end: ClientEnd
+    root: Path
+
+    async def new_session(self) -> Any:
+        return await self.client.new_session(cwd=str(self.root), mcp_servers=[])
+
+    async def prompt(self, session_id: str, words: str) -> Any:
+        return await self.client.prompt(session_id=session_id, prompt=text(words))
+
+
 @asynccontextmanager
-async def door(
-    tmp_path: Path, model: ModelServer, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[ClientSideConnection, Recorder, ClientEnd]]:
+async def door(tmp_path: Path, model: ModelServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Door]:
     """`mini-agent acp --trust` in this process for the folder `tmp_path/ws`, initialized."""
     root = tmp_path / "ws"
     root.mkdir()
@@ -130,7 +144,7 @@ async def door(
     client = ClientSideConnection(recorder, end)
     try:
         await client.initialize(protocol_version=1)
-        yield client, recorder, end
+        yield Door(client, recorder, end, root)
     finally:
         await agent.aclose()
         await connection.close()
@@ -143,14 +157,14 @@ async def test_a_prompt_is_answered_in_process_and_the_listed_models_are_offered
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = ModelServer(replying("Thought: I know this.\nFinal Answer: four"))
-    async with door(tmp_path, model, monkeypatch) as (client, recorder, _):
-        session = await client.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])
-        answer = await client.prompt(session_id=session.session_id, prompt=text("What is 2 + 2?"))
+    async with door(tmp_path, model, monkeypatch) as running:
+        session = await running.new_session()
+        answer = await running.prompt(session.session_id, "What is 2 + 2?")
     offered = {option["id"]: option for option in dump(session)["configOptions"]}
     assert [o["value"] for o in offered["model"]["options"]] == list(LISTED)
     assert offered["model"]["currentValue"] == "tiny"
     assert answer.stop_reason == "end_turn"
-    assert said(recorder.of(session.session_id)) == "four"
+    assert said(running.recorder.of(session.session_id)) == "four"
     (request,) = model.requests
     assert request["model"] == "tiny" and request["messages"][-1]["content"] == "What is 2 + 2?"
 
@@ -160,14 +174,16 @@ async def test_a_model_the_server_does_not_list_is_refused_with_the_choices_and_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = ModelServer(replying("Final Answer: still here"))
-    async with door(tmp_path, model, monkeypatch) as (client, recorder, _):
-        session = await client.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])
+    async with door(tmp_path, model, monkeypatch) as running:
+        session = await running.new_session()
         with pytest.raises(RequestError) as refused:
-            await client.set_config_option(config_id="model", session_id=session.session_id, value="huge")
-        answer = await client.prompt(session_id=session.session_id, prompt=text("Still there?"))
+            await running.client.set_config_option(
+                config_id="model", session_id=session.session_id, value="huge"
+            )
+        answer = await running.prompt(session.session_id, "Still there?")
     assert "'huge' is not one to choose" in str(refused.value)
     assert "'tiny', 'large'" in str(refused.value)
-    assert answer.stop_reason == "end_turn" and said(recorder.of(session.session_id)) == "still here"
+    assert answer.stop_reason == "end_turn" and said(running.recorder.of(session.session_id)) == "still here"
     assert model.requests[0]["model"] == "tiny"
 
 
@@ -176,9 +192,9 @@ async def test_a_prompt_for_a_session_nobody_started_is_an_error_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = ModelServer(replying())
-    async with door(tmp_path, model, monkeypatch) as (client, _, _):
+    async with door(tmp_path, model, monkeypatch) as running:
         with pytest.raises(RequestError) as refused:
-            await client.prompt(session_id="no-such-session", prompt=text("hello"))
+            await running.prompt("no-such-session", "hello")
     assert "no-such-session" in str(refused.value)
     assert model.requests == []
 
@@ -195,11 +211,11 @@ async def test_cancel_ends_a_prompt_waiting_on_the_model_as_cancelled(
         raise AssertionError("the model was not given up on")
 
     model = ModelServer(stalls)
-    async with door(tmp_path, model, monkeypatch) as (client, _, _):
-        session = await client.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])
-        prompting = asyncio.ensure_future(client.prompt(session_id=session.session_id, prompt=text("slow")))
+    async with door(tmp_path, model, monkeypatch) as running:
+        session = await running.new_session()
+        prompting = asyncio.ensure_future(running.prompt(session.session_id, "slow"))
         await asyncio.wait_for(asked.wait(), 10)
-        await client.cancel(session_id=session.session_id)
+        await running.client.cancel(session_id=session.session_id)
         answer = await asyncio.wait_for(prompting, 10)
     assert answer.stop_reason == "cancelled"
 
@@ -209,10 +225,10 @@ async def test_a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_ne
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = ModelServer(replying())
-    async with door(tmp_path, model, monkeypatch) as (client, _, end):
-        end.stdin.feed_data(b'{"jsonrpc": "2.0", "id": 9, "method": \n')
-        session = await client.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])
-    errors = [message["error"] for message in end.seen if "error" in message]
+    async with door(tmp_path, model, monkeypatch) as running:
+        running.end.stdin.feed_data(b'{"jsonrpc": "2.0", "id": 9, "method": \n')
+        session = await running.new_session()
+    errors = [message["error"] for message in running.end.seen if "error" in message]
     assert [error["code"] for error in errors] == [-32700]
     assert session.session_id
 
