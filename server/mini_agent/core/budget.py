@@ -18,7 +18,7 @@ from mini_agent.core.session import AgentSession, StepRecord
 DEFAULT_WINDOW = 8192  # tokens, when neither the options nor the server say
 MESSAGE_OVERHEAD = 12  # role markers and separators a chat template adds around one message
 # The ReAct instructions a text-mode request adds to the system prompt (a test holds it above their estimate).
-PROTOCOL_ALLOWANCE = 400
+PROTOCOL_ALLOWANCE = 440
 READER = "read_observation"
 
 _WORDS = re.compile(r"[A-Za-z0-9]+")
