@@ -54,7 +54,8 @@ from mini_agent.acp.folders import Folders
 from mini_agent.acp.transport import LineTransport
 from mini_agent.acp.trust_prompt import TrustPrompt
 from mini_agent.app import commands
-from mini_agent.core.contracts import Image, StopReason
+from mini_agent.core import content
+from mini_agent.core.contracts import Part, StopReason
 from mini_agent.core.errors import AgentError, UnknownSession
 from mini_agent.core.images import checked
 from mini_agent.core.session import PermissionMode, new_session_id
@@ -284,13 +285,14 @@ class MiniAgent:
             self._warn(chat)
             traceparent = meta.get("traceparent")
             chat.workspace.trace_parent(session_id, traceparent if isinstance(traceparent, str) else None)
-            text = updates.prompt_text(prompt)
-            images = checked(updates.prompt_images(prompt), "prompt")
+            parts = updates.prompt_parts(prompt)
+            text = content.words(parts)
+            checked([(image.mime_type, image.data) for image in content.images(parts)], "prompt")
             if commands.parse(text) is not None:
                 return await self._command(chat, text)
             if not chat.started and not chat.workspace.model_server_named:
                 raise auth.required()
-            begun = asyncio.ensure_future(self._begin(chat, text, images))
+            begun = asyncio.ensure_future(self._begin(chat, parts))
             chat.beginning = begun
             try:
                 await begun
@@ -341,20 +343,21 @@ class MiniAgent:
         chat.client.post(session_id, helpers.update_agent_message_text(said))
         return PromptResponse(stop_reason="end_turn")
 
-    async def _begin(self, chat: Chat, text: str, images: tuple[Image, ...]) -> None:
+    async def _begin(self, chat: Chat, parts: tuple[Part, ...]) -> None:
         """The turn up to its first step: the task or the follow-up in the history, once the MCP
         servers are up."""
         workspace, session_id = chat.workspace, chat.session_id
+        text, images = content.words(parts), content.images(parts)
         await self._trust.ensure(session_id, workspace, chat.client)
         if chat.started:
-            workspace.sessions.prompt(session_id, text, chat.mcp_servers, images)
+            workspace.sessions.prompt(session_id, text, chat.mcp_servers, images, parts)
             return
         from mini_agent.app.options import LLMParams
 
         llm = LLMParams.model_validate({"model": chat.model}) if chat.model is not None else None
         session = await workspace.start_session(
             text, mcp_servers=chat.mcp_servers, session_id=session_id, llm=llm, permission_mode=chat.mode,
-            images=images,
+            images=images, parts=parts,
         )
         chat.started = True
         info = SessionInfoUpdate(

@@ -45,7 +45,16 @@ from acp.schema import (
 )
 
 from mini_agent.app.commands import COMMANDS
-from mini_agent.core.contracts import Observation, StopReason, TokenUsage, ToolCall, ToolSpec
+from mini_agent.core.contracts import (
+    Image,
+    Observation,
+    Part,
+    Resource,
+    StopReason,
+    TokenUsage,
+    ToolCall,
+    ToolSpec,
+)
 from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
@@ -157,6 +166,8 @@ def updates_for(event: AgentEvent, kind_of: KindOf, models_of: ModelsOf) -> list
                 session_update="current_mode_update", current_mode_id=event.permission_mode.value
             ),
         ]
+    if isinstance(event, UserTurn) and event.parts:  # block by block, as the client sent them
+        return user_blocks(event.parts)
     if isinstance(event, UserTurn) and event.images:  # the words, then each image, as the client sent them
         images = [helpers.update_user_message(helpers.image_block(i.data, i.mime_type)) for i in event.images]
         return [helpers.update_user_message_text(event.text), *images]
@@ -288,28 +299,40 @@ def raw_output(obs: Observation) -> dict[str, Any]:
     return out
 
 
-def prompt_images(blocks: Sequence[PromptBlock]) -> list[tuple[str, str]]:
-    """The images of a prompt, as (media type, base64 data), in order (`core.images` checks them)."""
-    return [(block.mime_type, block.data) for block in blocks if isinstance(block, ImageContentBlock)]
-
-
-def prompt_text(blocks: Sequence[PromptBlock]) -> str:
-    """The user's words: text as is, a linked resource by name and URI, an embedded text resource as
-    context; images travel apart (`prompt_images`). Audio is not advertised, so a client that sends it
-    anyway gets a note."""
-    parts: list[str] = []
+def prompt_parts(blocks: Sequence[PromptBlock]) -> tuple[Part, ...]:
+    """The prompt as content, block by block: text, images, linked resources and embedded text
+    resources as they are. A binary resource, or audio (not advertised), becomes a note in words."""
+    parts: list[Part] = []
     for block in blocks:
         match block:
             case TextContentBlock(text=text):
                 parts.append(text)
-            case ResourceContentBlock(name=name, uri=uri):
-                parts.append(f"[{name}]({uri})")
-            case EmbeddedResourceContentBlock(resource=TextResourceContents(uri=uri, text=text)):
-                parts.append(f'<context uri="{uri}">\n{text}\n</context>')
+            case ImageContentBlock(mime_type=mime_type, data=data):
+                parts.append(Image(mime_type, data))
+            case ResourceContentBlock(name=name, uri=uri, mime_type=mime_type):
+                parts.append(Resource(uri, name, mime_type=mime_type))
+            case EmbeddedResourceContentBlock(resource=TextResourceContents() as embedded):
+                parts.append(Resource(embedded.uri, text=embedded.text, mime_type=embedded.mime_type))
             case EmbeddedResourceContentBlock(resource=resource):
                 parts.append(f"(binary resource {resource.uri} left out)")
-            case ImageContentBlock():
-                pass
             case _:
                 parts.append(f"({block.type} content left out: this agent reads text only)")
-    return "\n\n".join(parts)
+    return tuple(parts)
+
+
+def user_blocks(parts: Sequence[Part]) -> list[Update]:
+    """A turn's parts given back as the blocks a client sent (a replay), one user message chunk each."""
+    out: list[Update] = []
+    for part in parts:
+        if isinstance(part, str):
+            block: Any = helpers.text_block(part)
+        elif isinstance(part, Image):
+            block = helpers.image_block(part.data, part.mime_type)
+        elif part.text is None:
+            block = helpers.resource_link_block(part.name or part.uri, part.uri, mime_type=part.mime_type)
+        else:
+            block = helpers.resource_block(
+                helpers.embedded_text_resource(part.uri, part.text, mime_type=part.mime_type)
+            )
+        out.append(helpers.update_user_message(block))
+    return out

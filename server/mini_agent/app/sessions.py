@@ -16,7 +16,7 @@ from mini_agent.app.mcp_turns import GatedRuntime, SessionServers
 from mini_agent.app.options import LLMParams
 from mini_agent.app.outbox import Outbox
 from mini_agent.core.budget import find_observation
-from mini_agent.core.contracts import Image, Observation, ToolMode, ToolSpec
+from mini_agent.core.contracts import Image, Observation, Part, ToolMode, ToolSpec
 from mini_agent.core.errors import UnknownToolCall
 from mini_agent.core.events import AgentEvent, StatusChanged
 from mini_agent.core.flight import Flight
@@ -70,6 +70,7 @@ class Sessions:
         permission_mode: PermissionMode | None,
         standing: dict[str, Decision],
         images: tuple[Image, ...] = (),
+        parts: tuple[Part, ...] = (),
     ) -> AgentSession:
         """Begin a session at once; its MCP servers (and the workspace's) start in the background. It
         starts with the tools of those already up; the others' tools join before its first model turn,
@@ -87,6 +88,7 @@ class Sessions:
                 standing=standing,
                 permission_mode=permission_mode,
                 images=images,
+                parts=parts,
             )
 
     def configure(
@@ -105,13 +107,14 @@ class Sessions:
     def prompt(
         self, session_id: str, text: str, mcp_servers: list[McpServer] | None = None,
         images: tuple[Image, ...] = (),
+        parts: tuple[Part, ...] = (),
     ) -> AgentSession:
         """A follow-up turn. A session that ended its turn let its MCP servers go (see `Outbox.send`):
         they are taken up again, in the background (a call to one still starting waits for it).
         `mcp_servers` replaces the ones the session named (an ACP client names them again on load)."""
         self._runtime.get(session_id)  # an unknown session starts no server
         self._servers.take_up(session_id, mcp_servers)
-        return self._runtime.prompt(session_id, text, images)
+        return self._runtime.prompt(session_id, text, images, parts)
 
     def resume(self, session_id: str, llm: LLMParams | None = None) -> AgentSession:
         """Take a stored session up here (e.g. after a crash); `llm` over its own model settings."""

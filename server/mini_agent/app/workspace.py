@@ -28,7 +28,7 @@ from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
 from mini_agent.app.outbox import Outbox
 from mini_agent.app.port import Answer, Client, HeldRegistration, Scoping, ToolList
 from mini_agent.app.sessions import Sessions
-from mini_agent.core.contracts import Image, LLMConfig, ToolCall, ToolMode, ToolSpec
+from mini_agent.core.contracts import Image, LLMConfig, Part, ToolCall, ToolMode, ToolSpec
 from mini_agent.core.errors import WorkspaceUntrusted
 from mini_agent.core.events import AgentEvent
 from mini_agent.core.session import (
@@ -315,6 +315,7 @@ class Workspace:
         session_id: str | None = None,
         permission_mode: PermissionMode | None = None,
         images: tuple[Image, ...] = (),
+        parts: tuple[Part, ...] = (),
     ) -> AgentSession:
         """Begin a session at once, its MCP servers starting in the background (`Sessions.start`). The
         workspace file's approval policy gives its first standing decisions."""
@@ -330,6 +331,7 @@ class Workspace:
             permission_mode=permission_mode,
             standing=self.standing_policy(),
             images=images,
+            parts=parts,
         )
 
     def check_mode(self, mode: PermissionMode | None) -> None:

@@ -146,6 +146,21 @@ class Image:
 
 
 @dataclass(frozen=True, slots=True)
+class Resource:
+    """A resource a person put in their prompt: a link to it (`uri`, `name`), or the resource itself
+    with its `text` embedded (an editor's open file, a selection)."""
+
+    uri: str
+    name: str = ""
+    text: str | None = None
+    mime_type: str | None = None
+
+
+# One part of what a person said in a turn, in the order they gave it: words, an image, a resource.
+Part = str | Image | Resource
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One entry of a session's history.
 
@@ -160,6 +175,9 @@ class Message:
     name: str | None = None
     # a user turn's attachments or the images a tool returned, sent as image parts where the mode can
     images: tuple[Image, ...] = ()
+    # a user turn as the person gave it, when that was more than words then images (`core.content`);
+    # `content` and `images` are what the model is given of it
+    parts: tuple[Part, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

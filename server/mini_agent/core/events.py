@@ -11,7 +11,15 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from mini_agent.core.contracts import Image, Observation, SessionStatus, StopReason, TokenUsage, ToolCall
+from mini_agent.core.contracts import (
+    Image,
+    Observation,
+    Part,
+    SessionStatus,
+    StopReason,
+    TokenUsage,
+    ToolCall,
+)
 from mini_agent.core.session import ConfigChange, PermissionMode
 
 
@@ -30,6 +38,7 @@ class UserTurn(Event):
 
     text: str
     images: tuple[Image, ...] = ()
+    parts: tuple[Part, ...] = ()  # the turn as the person gave it, when more than words then images
 
 
 @dataclass(frozen=True, slots=True)

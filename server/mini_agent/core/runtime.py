@@ -16,7 +16,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mini_agent.core import budget
+from mini_agent.core import budget, content
 from mini_agent.core.approvals import Approvals
 from mini_agent.core.book import SessionBook
 from mini_agent.core.context import ContextKeeper
@@ -24,6 +24,7 @@ from mini_agent.core.contracts import (
     Image,
     LLMConfig,
     Message,
+    Part,
     ReplyFormats,
     Role,
     SessionStatus,
@@ -116,11 +117,13 @@ class AgentRuntime:
         standing: Mapping[str, Decision] | None = None,
         permission_mode: PermissionMode | None = None,
         images: Sequence[Image] = (),
+        parts: Sequence[Part] = (),
     ) -> AgentSession:
         """Snapshot the tools now: the prompt must not change under a running session. An API key in
         `llm` is the session's own: kept in memory for its server, never stored. `session_id`
         lets a front door hand out the id before the task is known (ACP's session/new); `standing`
-        are decisions it starts with (a workspace's approval policy)."""
+        are decisions it starts with (a workspace's approval policy). `parts` is the task as the person
+        gave it (`content.kept`), when `task` and `images` are what the model is given of it."""
         config = self.defaults.with_overrides(
             llm=llm, max_steps=max_steps, system_prompt=system_prompt, permission_mode=permission_mode
         )
@@ -130,7 +133,7 @@ class AgentRuntime:
         session = AgentSession(session_id=sid, task=task, config=config, tools=tools)
         session.standing_decisions.update(standing or {})
         session.messages.append(Message(Role.SYSTEM, config.system_prompt))
-        session.messages.append(Message(Role.USER, task, images=tuple(images)))
+        session.messages.append(Message(Role.USER, task, images=tuple(images), parts=content.kept(parts)))
         failure = self._book.add(session)
         if failure is not None:  # nothing has happened yet: refuse rather than keep it in memory only
             self.forget(session.session_id)
@@ -255,7 +258,9 @@ class AgentRuntime:
             self._events(ConfigChanged.of(session_id, change))
         return session
 
-    def prompt(self, session_id: str, text: str, images: Sequence[Image] = ()) -> AgentSession:
+    def prompt(
+        self, session_id: str, text: str, images: Sequence[Image] = (), parts: Sequence[Part] = ()
+    ) -> AgentSession:
         """A follow-up user turn: a session that ended its turn (answered, ran out of its step budget,
         stopped on a loop) or is ready takes the user's words and is ready again, with a fresh budget.
         The history is only appended to, so the next model request starts with the bytes of the last
@@ -266,12 +271,13 @@ class AgentRuntime:
         if self.is_busy(session_id) or session.status in stepping:
             raise SessionBusy(session_id)
         self._stepper.abandon_open_calls(session)
-        session.messages.append(Message(Role.USER, text, images=tuple(images)))
+        kept = content.kept(parts)
+        session.messages.append(Message(Role.USER, text, images=tuple(images), parts=kept))
         session.status, session.stop_reason, session.final_answer = SessionStatus.READY, None, None
         session.touch()
         self._book.checkpoints.now(session)
         if self._events is not None:
-            self._events(UserTurn(session_id, len(session.steps), text, tuple(images)))
+            self._events(UserTurn(session_id, len(session.steps), text, tuple(images), kept))
         self._say_left_out(session, images)
         return session
 

@@ -74,7 +74,7 @@ def user_turns(session: AgentSession) -> list[UserTurn]:
     steps = 0
     for message in session.messages:
         if message.role is Role.USER:
-            turns.append(UserTurn(session.session_id, steps, message.content, message.images))
+            turns.append(UserTurn(session.session_id, steps, message.content, message.images, message.parts))
         elif message.role is Role.ASSISTANT:
             steps += 1
     return turns

@@ -10,12 +10,18 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from mini_agent.app.options import InitOptions, LLMParams, ToolRegistration
-from mini_agent.core import contracts
+from mini_agent.core import content, contracts
+from mini_agent.core.contracts import Image, Part, Resource
+from mini_agent.core.images import checked
 from mini_agent.core.session import Decision, PermissionMode
 from mini_agent.core.strict import parse
 from mini_agent.llm.models import MAX_MODEL_ID_CHARS, unsafe
 from mini_agent.plumbing.wiremodel import Params
 from mini_agent.tools.mcp.config import McpServer
+
+MAX_RESOURCES = 16  # a turn's resources (links or embedded texts); the frame bounds their size
+MAX_URI_CHARS = 4096
+MAX_NAME_CHARS = 256
 
 
 class RegisterToolParams(Params):
@@ -66,7 +72,33 @@ class ImageParams(Params):
     data: str = Field(min_length=1)
 
 
-class StartSessionParams(Params):
+class ResourceParams(Params):
+    """A resource put in the words: a link to it (`uri`, `name`), or the resource with its `text`."""
+
+    uri: str = Field(min_length=1, max_length=MAX_URI_CHARS)
+    name: str = Field(default="", max_length=MAX_NAME_CHARS)
+    text: str | None = None
+    mime_type: str | None = Field(default=None, max_length=100)
+
+    def part(self) -> Resource:
+        return Resource(self.uri, self.name, self.text, self.mime_type)
+
+
+class Attachments(Params):
+    """What may come with a turn's words: resources, then images (`turn` puts them in that order)."""
+
+    resources: list[ResourceParams] = Field(default_factory=list, max_length=MAX_RESOURCES)
+    images: list[ImageParams] = Field(default_factory=list)
+
+    def turn(self, words: str) -> tuple[str, tuple[Image, ...], tuple[Part, ...]]:
+        """The model's words and images of the turn, and the turn as parts; an image past a bound is
+        refused here (`core.images`), before anything is added."""
+        images = checked([(image.mime_type, image.data) for image in self.images], "images")
+        parts: tuple[Part, ...] = (words, *(resource.part() for resource in self.resources), *images)
+        return content.words(parts), images, parts
+
+
+class StartSessionParams(Attachments):
     task: str = Field(min_length=1)
     system_prompt: str | None = None
     tools: list[str] | None = None
@@ -74,7 +106,6 @@ class StartSessionParams(Params):
     max_steps: int | None = Field(default=None, ge=1, le=1000)
     mcp_servers: list[McpServer] = Field(default_factory=list)
     permission_mode: PermissionMode | None = Field(default=None, strict=False)  # strict wants the enum
-    images: list[ImageParams] = Field(default_factory=list)
 
 
 class TraceMeta(Params):
@@ -92,9 +123,8 @@ class SessionParams(Params):
         return self.meta.traceparent if self.meta is not None else None
 
 
-class PromptParams(SessionParams):
+class PromptParams(SessionParams, Attachments):
     text: str = Field(min_length=1)
-    images: list[ImageParams] = Field(default_factory=list)
 
 
 class ObservationParams(SessionParams):

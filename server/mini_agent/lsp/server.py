@@ -21,7 +21,6 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 from pygls.uris import to_fs_path
 
-from mini_agent.core.images import checked
 from mini_agent.lsp import framing, pygls_compat, records, session_config, slash, trusting
 from mini_agent.lsp.capabilities import SERVER_NAME
 from mini_agent.lsp.outgoing import Outgoing
@@ -275,15 +274,17 @@ def _stopping() -> bool:
 @method("agent/startSession", "StartSessionParams")
 @commands.first
 async def start_session(workspace: Workspace, p: StartSessionParams) -> dict[str, Any]:
+    words, images, parts = p.turn(p.task)
     session = await workspace.start_session(
-        p.task,
+        words,
         system_prompt=p.system_prompt,
         tools=p.tools,
         llm=p.llm,
         max_steps=p.max_steps,
         mcp_servers=p.mcp_servers,
         permission_mode=p.permission_mode,
-        images=checked([(image.mime_type, image.data) for image in p.images], "images"),
+        images=images,
+        parts=parts,
     )
     return {"sessionId": session.session_id, "status": session.status.value}
 
@@ -293,8 +294,8 @@ async def start_session(workspace: Workspace, p: StartSessionParams) -> dict[str
 async def prompt(workspace: Workspace, p: PromptParams) -> dict[str, Any]:
     """A follow-up user turn; agent/step or agent/run then go on from it."""
     workspace.trace_parent(p.session_id, p.traceparent)
-    images = checked([(image.mime_type, image.data) for image in p.images], "images")
-    session = workspace.sessions.prompt(p.session_id, p.text, images=images)
+    words, images, parts = p.turn(p.text)
+    session = workspace.sessions.prompt(p.session_id, words, images=images, parts=parts)
     return {"sessionId": session.session_id, "status": session.status.value}
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, assert_never
 
 from mini_agent.app.port import HeldRegistration, ToolList
-from mini_agent.core.contracts import Image, Observation, TokenUsage, ToolCall, ToolSpec
+from mini_agent.core.contracts import Image, Observation, Part, Resource, TokenUsage, ToolCall, ToolSpec
 from mini_agent.core.events import (
     AgentEvent,
     AnswerChunk,
@@ -47,9 +47,10 @@ def live_update(event: ToolCallProgress) -> dict[str, Any]:
 def update_body(event: AgentEvent) -> dict[str, Any]:
     """An event as the `update` of an `agent/update` notification, `kind` first."""
     match event:
-        case UserTurn(text=text, images=images):
-            shown = named(images)
-            return {"kind": "user_message_chunk", "text": text, **({"images": shown} if shown else {})}
+        case UserTurn(text=text, images=images, parts=parts):
+            shown, linked = named(images), resources(parts)
+            return {"kind": "user_message_chunk", "text": text, **({"resources": linked} if linked else {}),
+                    **({"images": shown} if shown else {})}
         case ThoughtChunk(text=text):
             return {"kind": "agent_thought_chunk", "text": text}
         case AnswerChunk(text=text):
@@ -305,6 +306,18 @@ def decision_from(answer: Any) -> tuple[Decision, str | None] | None:
         return None
     reason = answer.get("reason")
     return decision, reason if isinstance(reason, str) else None
+
+
+def resources(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """The resources among a turn's parts as the wire names them: where they are, and for an embedded
+    one its length in characters (its text is in the turn's words)."""
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, Resource):
+            named = {"uri": part.uri, "name": part.name, "mimeType": part.mime_type,
+                     "chars": len(part.text) if part.text is not None else None}
+            out.append({key: value for key, value in named.items() if value is not None})
+    return out
 
 
 def named(images: Sequence[Image]) -> list[dict[str, Any]]:

@@ -47,6 +47,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ),
     ("ALTER TABLE messages ADD COLUMN images TEXT",),  # a user turn's images (JSON), NULL for none
+    ("ALTER TABLE messages ADD COLUMN parts TEXT",),  # a user turn as the person gave it (JSON), or NULL
 )
 
 # The header columns in the order `_header` gives them; it adds the session id after them.
@@ -60,5 +61,5 @@ UPSERT_SESSION = (
     f"INSERT INTO sessions ({', '.join(_SETUP)}, id) VALUES ({', '.join('?' * (len(_SETUP) + 1))})"
     f" ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _SETUP)}"
 )
-INSERT_MESSAGE = "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_MESSAGE = "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 UPSERT_STEP = "INSERT INTO steps VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET record = excluded.record"

@@ -37,6 +37,7 @@ from typing import Any
 from mini_agent.core.contracts import (
     Image,
     Message,
+    Part,
     Role,
     SessionStatus,
     StopReason,
@@ -269,7 +270,7 @@ class SqliteStore:
             if head is None:
                 return None
             messages = conn.execute(
-                "SELECT role, content, tool_calls, tool_call_id, name, images FROM messages "
+                "SELECT role, content, tool_calls, tool_call_id, name, images, parts FROM messages "
                 "WHERE session_id = ? ORDER BY seq", (session_id,)
             ).fetchall()
             steps = [row[0] for row in conn.execute(
@@ -430,8 +431,10 @@ def _message_rows(sid: str, messages: list[Message], first: int) -> Iterator[tup
         m = messages[seq]
         calls = codec.dumps(m.tool_calls) if m.tool_calls else None
         images = codec.dumps(m.images) if m.images else None
+        parts = codec.dumps(m.parts) if m.parts else None
         text = codec.sql_text
-        yield sid, seq, m.role.value, text(m.content), calls, text(m.tool_call_id), text(m.name), images
+        yield (sid, seq, m.role.value, text(m.content), calls, text(m.tool_call_id), text(m.name), images,
+               parts)
 
 
 def _session_from(
@@ -448,8 +451,9 @@ def _session_from(
             Message(Role(role), codec.from_sql(content),
                     codec.loads(tuple[ToolCall, ...], calls) if calls else (),
                     codec.from_sql(call_id), codec.from_sql(name),
-                    codec.loads(tuple[Image, ...], images) if images else ())
-            for role, content, calls, call_id, name, images in messages
+                    codec.loads(tuple[Image, ...], images) if images else (),
+                    codec.loads(tuple[Part, ...], parts) if parts else ())
+            for role, content, calls, call_id, name, images, parts in messages
         ],
         steps=[codec.loads(StepRecord, record) for record in steps],
         status=SessionStatus(status),

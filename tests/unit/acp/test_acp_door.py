@@ -17,6 +17,13 @@ from typing import Any
 import pytest
 from acp import RequestError
 from acp.client.connection import ClientSideConnection
+from acp.helpers import (
+    embedded_text_resource,
+    image_block,
+    resource_block,
+    resource_link_block,
+    text_block,
+)
 from mini_agent.acp import connect
 from mini_agent.app.model_choices import ModelAccess
 from mini_agent.llm.client import OpenAICompatibleClient
@@ -122,7 +129,7 @@ class Door:
 async def door(tmp_path: Path, model: ModelServer, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Door]:
     """`mini-agent acp --trust` in this process for the folder `tmp_path/ws`, initialized."""
     root = tmp_path / "ws"
-    root.mkdir()
+    root.mkdir(exist_ok=True)
     (root / "pyproject.toml").write_text(
         f'[tool.mini-agent.llm]\nbase_url = "{BASE}"\nmodel = "tiny"\ntool_mode = "react"\n'
         "context_window = 8192\n",
@@ -231,6 +238,37 @@ async def test_a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_ne
     errors = [message["error"] for message in running.end.seen if "error" in message]
     assert [error["code"] for error in errors] == [-32700]
     assert session.session_id
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+@pytest.mark.asyncio
+async def test_a_prompt_of_words_resources_and_an_image_is_stored_as_its_parts_and_replayed_block_by_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocks = [
+        text_block("Compare these:"),
+        resource_link_block("a.py", "file:///ws/a.py", mime_type="text/x-python"),
+        image_block(PNG, "image/png"),
+        resource_block(embedded_text_resource("file:///ws/notes.md", "remember the milk")),
+    ]
+    model = ModelServer(replying("Final Answer: compared"))
+    async with door(tmp_path, model, monkeypatch) as running:
+        session = await running.new_session()
+        await running.client.prompt(session_id=session.session_id, prompt=blocks)
+    async with door(tmp_path, ModelServer(replying()), monkeypatch) as later:
+        await later.client.load_session(cwd=str(later.root), session_id=session.session_id, mcp_servers=[])
+    (request,) = model.requests
+    assert request["messages"][-1]["content"] == (
+        "Compare these:\n\n[a.py](file:///ws/a.py)\n\n"
+        '<context uri="file:///ws/notes.md">\nremember the milk\n</context>'
+        "\n\n[1 image attached to this message left out: this tool mode sends the model text only. "
+        "Say so if the task needs what it shows.]"
+    )
+    replayed = later.recorder.of(session.session_id)
+    user = [update["content"] for update in replayed if update["sessionUpdate"] == "user_message_chunk"]
+    assert user == [dump(block) for block in blocks]
 
 
 def test_the_lister_asks_through_its_ask_once_per_server() -> None:

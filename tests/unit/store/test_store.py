@@ -22,6 +22,7 @@ from mini_agent.core.contracts import (
     LLMResponse,
     Message,
     Observation,
+    Resource,
     Role,
     SessionStatus,
     StopReason,
@@ -452,7 +453,7 @@ def test_an_empty_file_is_migrated_to_the_current_schema(db: Path) -> None:
     db.touch()
     with SqliteStore(db) as store:
         store.save(fresh())
-    assert user_version(db) == len(store_module.MIGRATIONS) == 2
+    assert user_version(db) == len(store_module.MIGRATIONS) == 3
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -503,7 +504,29 @@ def test_a_store_from_before_images_is_upgraded_and_keeps_its_sessions(db: Path)
     with SqliteStore(db) as store:
         store.save(pictured)
         assert store.load(pictured.session_id) == pictured and store.load("sess_1") == rich()
-    assert user_version(db) == 2
+    assert user_version(db) == len(store_module.MIGRATIONS)
+
+
+def test_a_store_from_before_prompt_parts_is_upgraded_and_a_turns_parts_are_kept_in_order(db: Path) -> None:
+    """Schema 2 had no `parts` column: its sessions load after the upgrade, and a turn given as words,
+    a linked file, an embedded one and an image comes back as those parts, in that order."""
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as conn:
+        for migration in store_module.MIGRATIONS[:2]:
+            for statement in migration:
+                conn.execute(statement)
+        conn.execute("PRAGMA user_version = 2")
+    with SqliteStore(db) as old:
+        old.save(rich())
+    parts = ("Read these:", Resource("file:///w/a.py", "a.py"), Image("image/png", "iVBORw0K"),
+             Resource("file:///w/notes.md", "notes.md", text="remember the milk", mime_type="text/markdown"))
+    given = fresh("sess_p")
+    given.messages.append(Message(Role.USER, "Read these:", images=(parts[2],), parts=parts))
+    with SqliteStore(db) as store:
+        store.save(given)
+    with SqliteStore(db) as store:
+        assert store.load("sess_p") == given and store.load("sess_1") == rich()
+    assert user_version(db) == 3
 
 
 def test_the_images_a_tool_returned_are_kept_with_its_result_and_its_message(store: SqliteStore) -> None:
