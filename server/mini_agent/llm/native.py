@@ -38,6 +38,14 @@ def messages(entries: Sequence[Message], *, images: bool = True) -> list[dict[st
     return out
 
 
+def written(entry: Message) -> bool:
+    """Whether an assistant turn's calls were read from its text (`textcalls`): its text is those
+    calls, written the model's way. Sent back as it was, a chat template shows the calls twice, the
+    text and its own `<tool_call>` form, and a small model that reads it writes the calls again
+    instead of reading their results."""
+    return textcalls.holds_calls(entry.content, (call.name for call in entry.tool_calls))
+
+
 def message(entry: Message, *, images: bool = True) -> dict[str, Any]:
     """One history entry as OpenAI wants it; earlier turns render to the same bytes every time. A tool
     result's images are `messages`' to send; without `images`, they and a turn's are a note."""
@@ -47,6 +55,8 @@ def message(entry: Message, *, images: bool = True) -> dict[str, Any]:
             return {"role": "user", "content": "Observation: " + content}
         return {"role": "tool", "tool_call_id": entry.tool_call_id, "content": content}
     out: dict[str, Any] = {"role": entry.role.value, "content": entry.content}
+    if entry.role is Role.ASSISTANT and entry.tool_calls and written(entry):
+        out["content"] = ""  # the calls go once, as `tool_calls`: the form a chat template pairs with results
     if entry.images and not images:
         out["content"] = entry.content + left_out(entry.images)
     elif entry.images:

@@ -53,7 +53,16 @@ class TextCall:
 
 def read(text: str, tools: Sequence[ToolSpec]) -> list[TextCall]:
     """The calls of listed tools written in `text`, in order; empty when there is none."""
-    names = {tool.name for tool in tools}
+    return _read(text, {tool.name for tool in tools})
+
+
+def holds_calls(text: str, names: Iterable[str]) -> bool:
+    """Whether `text` is a reply whose calls of the tools `names` were read from it (a turn whose
+    calls came as text, told apart from one whose server returned them as `tool_calls`)."""
+    return bool(_read(text, set(names)))
+
+
+def _read(text: str, names: set[str]) -> list[TextCall]:
     if not names or not text.strip():
         return []
     calls: list[TextCall] = []
