@@ -4,8 +4,8 @@ take `tools`, read only for listed tools and only where a call can start."""
 from __future__ import annotations
 
 import pytest
-from mini_agent.core.contracts import ToolSpec
-from mini_agent.llm import textcalls
+from mini_agent.core.contracts import Message, Role, ToolCall, ToolSpec
+from mini_agent.llm import native, textcalls
 
 COUNT = ToolSpec(
     "count_file_lines",
@@ -99,3 +99,14 @@ def test_a_reply_that_is_only_a_call_attempt_says_why_no_call_was_read() -> None
     assert textcalls.attempted('{"name": "average", "arguments": {}}', tools) is None  # a call: read
     assert textcalls.attempted('It is 5. {"name": "x", "arguments": {}}', tools) is None  # prose first
     assert textcalls.attempted('{"name": "Ada", "age": 3}', tools) is None  # no arguments: data
+
+
+def test_a_turn_whose_calls_were_written_as_text_goes_back_as_those_calls_alone() -> None:
+    """A chat template renders `tool_calls` in its own form: the text they were read from would show
+    them twice. A turn whose server returned the calls keeps its words."""
+    written = '```json\n{"name": "count", "arguments": {"path": "a.txt"}}\n```'
+    call = ToolCall("c1", "count", {"path": "a.txt"}, '{"path": "a.txt"}')
+    from_text = native.message(Message(Role.ASSISTANT, written, tool_calls=(call,)))
+    from_server = native.message(Message(Role.ASSISTANT, "Counting a.txt.", tool_calls=(call,)))
+    assert from_text["content"] == "" and from_text["tool_calls"][0]["function"]["name"] == "count"
+    assert from_server["content"] == "Counting a.txt."
