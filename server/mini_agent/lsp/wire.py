@@ -314,9 +314,9 @@ def resources(parts: Sequence[Part]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, Resource):
-            named = {"uri": part.uri, "name": part.name, "mimeType": part.mime_type,
+            entry = {"uri": part.uri, "name": part.name, "mimeType": part.mime_type,
                      "chars": len(part.text) if part.text is not None else None}
-            out.append({key: value for key, value in named.items() if value is not None})
+            out.append({key: value for key, value in entry.items() if value is not None})
     return out
 
 
