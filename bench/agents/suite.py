@@ -46,7 +46,7 @@ from tests.support.llama import MODELS, LlamaServer, ModelName, launch  # noqa: 
 
 MODES = ("react", "json", "native", "auto")
 REQUEST_TIMEOUT = 600.0  # one agent/step; a 2-core machine shared with others is slow, never this slow
-TRACE_CHARS = 300
+TRACE_CHARS = 4000
 
 # llama-cpp-python 0.3.36, verbose (its default), per chat completion on stderr:
 #   Llama.generate: 1234 prefix-match hit, remaining 56 prompt tokens to eval     (when the cache is reused)

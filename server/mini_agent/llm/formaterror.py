@@ -22,6 +22,9 @@ _NOT_JSON = (
     (re.compile(r"""[{,\[]\s*'|'\s*:"""), 'JSON strings and keys are in double quotes: "key": "value"'),
     (re.compile(r"(?<![\w\"])(True|False|None)(?![\w\"])"), "JSON writes true, false and null (lowercase)"),
     (re.compile(r",\s*[}\]]"), "JSON allows no comma before } or ]"),
+    (re.compile(r"[:\[,]\s*[A-Za-z_][\w.]*\s*\("),
+     "a JSON value is a literal (a number, a string, a list), never a call: call that tool by itself "
+     "first, and put the result it returns into a later call"),
 )
 
 

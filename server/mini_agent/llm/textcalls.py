@@ -14,11 +14,14 @@ Pure functions, no I/O. `read` finds, in a reply's text, the calls in the common
   reading a prompt template's escaped braces), read as the object inside the outer brace.
 
 Only a call naming a listed tool counts, and only objects that start a line (or follow a fence or a
-tag) are read, so an example buried in prose stays prose. JSON is decoded, never repaired; a reply that
-is nothing but such an object and still gives no call (a tool that is not listed, JSON that does not
-decode) is a call attempt (`attempted`) the model can be told about, not an answer. The scan
-is bounded: at most `MAX_CANDIDATES` objects are decoded per reply, and at most `MAX_CALLS` calls
-come back.
+tag) are read, so an example buried in prose stays prose. A call ends its reply: a model that calls a
+tool stops to wait for the result, so objects followed by more prose are examples written into an
+answer ("you can call it so: … This will give you …"), and the reply holds no call.
+
+JSON is decoded, never repaired; a reply that is nothing but such an object and still gives no call
+(a tool that is not listed, JSON that does not decode) is a call attempt (`attempted`) the model can
+be told about, not an answer. The scan is bounded: at most `MAX_CANDIDATES` objects are decoded per
+reply, and at most `MAX_CALLS` calls come back.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_agent.core.contracts import ToolSpec
+from mini_agent.llm import formaterror
 
 MAX_CANDIDATES = 32
 MAX_CALLS = 8
@@ -66,10 +70,10 @@ def _read(text: str, names: set[str]) -> list[TextCall]:
     if not names or not text.strip():
         return []
     calls: list[TextCall] = []
-    end = 0
+    end = last = 0
     for tried, match in enumerate(_START.finditer(text)):
         if tried >= MAX_CANDIDATES or len(calls) >= MAX_CALLS:
-            break
+            return calls[:MAX_CALLS]  # the scan's bound: what follows is not looked at
         start = match.start(1)
         if start < end:  # inside a value already read
             continue
@@ -79,8 +83,18 @@ def _read(text: str, names: set[str]) -> list[TextCall]:
         if decoded is None:
             continue
         value, end = decoded
-        calls.extend(_calls(value, names))
+        found = list(_calls(value, names))
+        if found:
+            calls += found
+            last = end
+    if calls and not _CLOSED.match(text, last):
+        return []  # prose after the last call: the objects were examples in an answer
     return calls[:MAX_CALLS]
+
+
+# what may follow a reply's last written call: space, closing fences and tags, the outer brace of a
+# doubled one
+_CLOSED = re.compile(r"(?:\s|```|</tool_call>|</tools>|})*\Z")
 
 
 # a reply that is one written call and nothing else: an optional fence or tag around an object (or a
@@ -109,7 +123,8 @@ def attempted(text: str, tools: Sequence[ToolSpec]) -> str | None:
     if named.group(1) not in names:
         listed = ", ".join(sorted(names))
         return f"it names {named.group(1)!r}, which is not a listed tool (the tools: {listed})"
-    return "its arguments are not one valid JSON object"
+    hint = formaterror.json_hint(body)
+    return "its arguments are not one valid JSON object" + (f" ({hint})" if hint else "")
 
 
 def _decode(text: str, start: int) -> tuple[Any, int] | None:

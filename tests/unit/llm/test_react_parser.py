@@ -503,8 +503,9 @@ def test_invalid_json_is_reported_not_repaired(raw: str, decoder: str) -> None:
         ("{'q': 'weather'}", 'JSON strings and keys are in double quotes: "key": "value"'),
         ('{"q": "weather", "fresh": True}', "JSON writes true, false and null (lowercase)"),
         ('{"q": "weather",}', "JSON allows no comma before } or ]"),
+        ('{"values": [count_file_lines("a.py"), 3]}', "a JSON value is a literal"),
     ],
-    ids=["raw string", "lone backslash", "single quotes", "Python True", "trailing comma"],
+    ids=["raw string", "lone backslash", "single quotes", "Python True", "trailing comma", "a call as value"],
 )
 def test_a_python_ism_in_the_json_is_named_with_what_to_write_instead(raw: str, fix: str) -> None:
     message = error_of(f"Thought: t\nAction: web_search\nAction Input: {raw}")

@@ -84,6 +84,20 @@ def test_the_scan_is_bounded_however_many_objects_the_text_holds() -> None:
     assert textcalls.read(noise, TOOLS) == []  # past MAX_CANDIDATES starts, nothing more is decoded
 
 
+def test_a_call_followed_by_more_prose_is_an_example_in_an_answer_not_a_call() -> None:
+    # what Qwen2.5-Coder-1.5B wrote after it had its results: an answer showing how to call a tool
+    example = (
+        "To find the average, you can use the `average` function:\n\n"
+        '```json\n{"name": "average", "arguments": {"values": [21, 34]}}\n```\n\n'
+        "This will calculate the average of the line counts."
+    )
+    assert textcalls.read(example, [*TOOLS, ToolSpec("average", "Mean.", {"type": "object"})]) == []
+    said_first = (
+        'Let me count them.\n```json\n{"name": "count_file_lines", "arguments": {"file_path": "a.py"}}\n```\n'
+    )
+    assert found(said_first) == [("count_file_lines", {"file_path": "a.py"})]
+
+
 def test_no_tools_means_no_calls() -> None:
     assert textcalls.read('{"name": "count_file_lines", "arguments": {}}', []) == []
 
@@ -95,7 +109,11 @@ def test_a_reply_that_is_only_a_call_attempt_says_why_no_call_was_read() -> None
         "it names 'Inventory', which is not a listed tool (the tools: average)"
     )
     broken = '<tool_call>{"name": "average", "arguments": {"values": [f(1)]}}</tool_call>'
-    assert textcalls.attempted(broken, tools) == "its arguments are not one valid JSON object"
+    assert textcalls.attempted(broken, tools) == (
+        "its arguments are not one valid JSON object (a JSON value is a literal (a number, a string, "
+        "a list), never a call: call that tool by itself first, and put the result it returns into a "
+        "later call)"
+    )
     assert textcalls.attempted('{"name": "average", "arguments": {}}', tools) is None  # a call: read
     assert textcalls.attempted('It is 5. {"name": "x", "arguments": {}}', tools) is None  # prose first
     assert textcalls.attempted('{"name": "Ada", "age": 3}', tools) is None  # no arguments: data
