@@ -28,6 +28,12 @@ _NOT_JSON = (
 )
 
 
+NO_TOOL_HINT = (
+    "to call no tool, write no Action line: write `Final Answer:` and, after it, your answer for the "
+    "user from what you know (say what went wrong if a tool failed)"
+)
+
+
 def excerpt(raw: str) -> str:
     raw = raw.strip()
     if not raw:

@@ -433,10 +433,15 @@ class _Parser:
     def _unfinished(self, action: _Action, *, ended: bool = False) -> ReactTurn:
         """`ended`: nothing follows the Action line (another marker does otherwise)."""
         if not action.names_a_tool:
-            return self._error("the Action line names no tool", action.line)
+            return self._no_tool(action)
         if self.truncated or not ended:
             return self._error(f"Action `{action.name}` is not followed by an Action Input line", action.line)
         return self._no_input(action.name or "")
+
+    def _no_tool(self, action: _Action) -> ReactTurn:
+        """`Action: none`: the model means to call nothing, and is told the form that says so."""
+        hint = None if not action.name else formaterror.NO_TOOL_HINT
+        return self._error("the Action line names no tool", action.line, hint=hint)
 
     def _no_input(self, name: str) -> ReactTurn:
         spec = next((tool for tool in self.tools if tool.name == name), None)
@@ -449,7 +454,7 @@ class _Parser:
         if action is None:
             return self._error("Action Input without an Action line before it", self.text[line_start:end])
         if not action.names_a_tool:
-            return self._error("the Action line names no tool", action.line)
+            return self._no_tool(action)
         name = action.name or ""
         decoded = _read_json(region)
         if decoded is None:

@@ -465,6 +465,13 @@ def test_action_naming_no_tool(text: str) -> None:
     assert "the Action line names no tool" in message
 
 
+def test_an_action_that_says_none_is_told_how_to_call_no_tool() -> None:
+    # Qwen2.5-Coder-1.5B after a tool failed: `Action: none`, three times, until the step budget ended
+    message = error_of("Thought: I need to call the average tool with an empty list of values.\nAction: none")
+    assert "To fix: to call no tool, write no Action line: write `Final Answer:`" in message
+    assert "To fix:" not in error_of('Action:\nAction Input: {"q": 1}')  # no name: the format is the fix
+
+
 @pytest.mark.parametrize(
     ("raw", "decoder"),
     [
