@@ -28,12 +28,6 @@ _NOT_JSON = (
 )
 
 
-NO_TOOL_HINT = (
-    "to call no tool, write no Action line: write `Final Answer:` and, after it, your answer for the "
-    "user from what you know (say what went wrong if a tool failed)"
-)
-
-
 def excerpt(raw: str) -> str:
     raw = raw.strip()
     if not raw:
@@ -66,6 +60,17 @@ def missing_input(name: str, spec: ToolSpec | None) -> str:
         f"Format error: your reply ended right after `Action: {name}`; the Action Input line is missing, "
         "so nothing was run.\nWrite the round again: the Thought line, the Action line, and then a line "
         f"starting with `Action Input:` that holds {name}'s arguments as one JSON object{arguments}."
+    )
+
+
+def no_tool(name: str) -> str:
+    """A ReAct reply whose Action line says it calls nothing (`Action: none`). Shown the whole format
+    again, a small model writes the same `Action: none`; shown only the form that answers, it answers."""
+    return (
+        f"Format error: `Action: {name}` names no tool, so nothing was run. A round that calls no tool "
+        "gives the answer instead; write it again in this form:\n"
+        "Thought: why you are done\n"
+        "Final Answer: your answer for the user (if a tool failed, say what went wrong)"
     )
 
 

@@ -440,8 +440,10 @@ class _Parser:
 
     def _no_tool(self, action: _Action) -> ReactTurn:
         """`Action: none`: the model means to call nothing, and is told the form that says so."""
-        hint = None if not action.name else formaterror.NO_TOOL_HINT
-        return self._error("the Action line names no tool", action.line, hint=hint)
+        if not action.name:
+            return self._error("the Action line names no tool", action.line)
+        message = formaterror.no_tool(action.name)
+        return ReactTurn(thought=self._joined(), call=None, final_answer=None, format_error=message)
 
     def _no_input(self, name: str) -> ReactTurn:
         spec = next((tool for tool in self.tools if tool.name == name), None)

@@ -461,15 +461,20 @@ def test_action_input_without_action() -> None:
     ids=["None", "none", "null", "N/A", "empty", "None then answer", "empty at end"],
 )
 def test_action_naming_no_tool(text: str) -> None:
-    message = error_of(text)
-    assert "the Action line names no tool" in message
+    message = turn(text).format_error
+    assert message is not None and "names no tool" in message
 
 
 def test_an_action_that_says_none_is_told_how_to_call_no_tool() -> None:
     # Qwen2.5-Coder-1.5B after a tool failed: `Action: none`, three times, until the step budget ended
-    message = error_of("Thought: I need to call the average tool with an empty list of values.\nAction: none")
-    assert "To fix: to call no tool, write no Action line: write `Final Answer:`" in message
-    assert "To fix:" not in error_of('Action:\nAction Input: {"q": 1}')  # no name: the format is the fix
+    reply = "Thought: I need to call the average tool with an empty list of values.\nAction: none"
+    message = turn(reply).format_error
+    assert message is not None
+    assert message.startswith("Format error: `Action: none` names no tool, so nothing was run.")
+    assert message.endswith("Thought: why you are done\nFinal Answer: your answer for the user (if a tool "
+                            "failed, say what went wrong)")
+    assert "Action Input" not in message  # only the form that answers
+    assert "Action Input" in error_of('Action:\nAction Input: {"q": 1}')  # no name: the whole format
 
 
 @pytest.mark.parametrize(
