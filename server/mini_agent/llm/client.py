@@ -28,7 +28,7 @@ from mini_agent.core.contracts import (
     ToolMode,
     ToolSpec,
 )
-from mini_agent.llm import jsonmode, narrowing, native, react
+from mini_agent.llm import jsonmode, narrowing, native, react, reactprompt
 from mini_agent.llm.failures import (
     ERROR_BODY_LIMIT,
     IGNORED_FORMAT,
@@ -225,7 +225,7 @@ class OpenAICompatibleClient:
         config: LLMConfig,
         on_text: TextSink | None,
     ) -> LLMResponse:
-        payload = _payload(config, react.render_messages(messages, tools))
+        payload = _payload(config, reactprompt.render_messages(messages, tools))
         payload["stop"] = list(react.STOP_SEQUENCES)
         done = await self._complete(payload, config, on_text, react.STOP_SEQUENCES, fallback=False)
         cut = done.finish_reason == "length"
@@ -246,7 +246,7 @@ class OpenAICompatibleClient:
         form that worked is kept per server and model, as auto mode keeps its mode."""
         key = (config.base_url, config.model)
         form = self._json_form.get(key, "json_schema")
-        payload = _payload(config, react.render_messages(messages, tools, jsonmode.PROTOCOL))
+        payload = _payload(config, reactprompt.render_messages(messages, tools, jsonmode.PROTOCOL))
         refusable = fallback or form == "json_schema"
         streamed = Sink(on_text)  # a reply taken as ReAct is streamed whole, as react mode streams
         offered = narrowing.offered(tools, messages, narrow, prune_repeats=config.harness.prune_repeats)

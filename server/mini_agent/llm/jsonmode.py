@@ -3,7 +3,7 @@
 For small local models that neither call tools natively nor follow the text ReAct protocol: the server
 compiles the schema into a grammar, so the choice of tool becomes a constrained decision and the
 arguments come out as JSON valid against the tool's own input schema. The prompt still explains the
-tools in words (react.py's tool list with a JSON protocol): the schema constrains, the prompt explains.
+tools in words (reactprompt's tool list with a JSON protocol): the schema constrains, the prompt explains.
 
 Pure functions and one incremental scanner, no I/O. `parse` reads the thought with the same
 `ThoughtScanner` that the client feeds while the reply streams in, so what the editor was streamed and
@@ -29,7 +29,7 @@ EXPECTED_FORMAT = (
     'tool\'s name) and "arguments" (an object), or "final_answer" (a string)'
 )
 
-# A template for react.build_system_prompt: `{names}` is filled in, so literal braces are doubled.
+# A template for reactprompt.build_system_prompt: `{names}` is filled in, so literal braces are doubled.
 PROTOCOL = """\
 ## How to work
 

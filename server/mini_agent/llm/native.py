@@ -10,7 +10,7 @@ from typing import Any
 
 from mini_agent.core.contracts import Image, Message, Role, ToolCall, ToolSpec
 from mini_agent.llm import textcalls
-from mini_agent.llm.react import left_out
+from mini_agent.llm.reactprompt import left_out
 from mini_agent.llm.replies import RawCall
 
 NewId = Callable[[], str]

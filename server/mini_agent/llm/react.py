@@ -1,8 +1,6 @@
-"""Text ReAct, for model servers without native tool calling.
-
-The protocol goes into the system prompt; the history is rendered append-only so that the server's
-prefix cache keeps hitting; the parser turns one completion into exactly one of an action, a final
-answer, or a format error written for the model to read and fix. Pure functions, no I/O.
+"""Text ReAct, for model servers without native tool calling: reading what the model wrote
+(`reactprompt` is what it reads). The parser turns one completion into exactly one of an action, a
+final answer, or a format error written for the model to read and fix. Pure functions, no I/O.
 
 Parsing rules, in short (the reasons are in docs and in tests/unit/llm/test_react_parser.py):
 
@@ -29,7 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from mini_agent.core.contracts import Image, Message, Role, ToolCall, ToolSpec
+from mini_agent.core.contracts import ToolCall, ToolSpec
 from mini_agent.llm import formaterror
 
 STOP_SEQUENCES: tuple[str, ...] = ("\nObservation:", "\nObservation：", "Observation:")
@@ -44,77 +42,6 @@ EXPECTED_FORMAT = (
     "Thought: why you are done\n"
     "Final Answer: the answer for the user, every part of what they asked"
 )
-
-PROTOCOL = """\
-## How to work
-
-Work in rounds. In each round write one of the two forms below, every marker at the start of its own line.
-
-To use a tool:
-Thought: what you know so far and what you need next
-Action: the tool's name, exactly as listed ({names})
-Action Input: the arguments as a single JSON object, keyed by the tool's argument names
-
-Inside JSON strings, write a line break as \\n. After the Action Input, stop: the tool's result \
-arrives in the next message, starting with "Observation:". Never write an Observation yourself, not \
-even inside an argument: that word ends your turn.
-
-When you have what you need, or when no listed tool does what the user asks (then call none, and \
-answer directly):
-Thought: why you are done
-Final Answer: your answer for the user, answering every part of what they asked"""
-
-
-def build_system_prompt(base: str, tools: Sequence[ToolSpec], protocol: str = PROTOCOL) -> str:
-    """The base prompt followed by the tool list and the protocol (`{names}` in it: the tool names).
-
-    Without tools there is no protocol to teach: the base prompt comes back unchanged, and a plain
-    reply parses as a final answer. Same inputs give the same bytes (the prefix cache needs it).
-    JSON mode passes its own protocol: the schema constrains the reply, these words explain it.
-    """
-    if not tools:
-        return base
-    entries = [
-        f"### {tool.name}\n{tool.description.strip()}\n"
-        f"Arguments (JSON Schema): {json.dumps(tool.input_schema, ensure_ascii=False, sort_keys=False)}"
-        for tool in tools
-    ]
-    names = ", ".join(tool.name for tool in tools)
-    sections = [
-        base.rstrip(),
-        "## Tools\n\nYou can call these tools:\n\n" + "\n\n".join(entries),
-        protocol.format(names=names),
-    ]
-    return "\n\n".join(section for section in sections if section)
-
-
-def render_messages(
-    messages: Sequence[Message], tools: Sequence[ToolSpec], protocol: str = PROTOCOL
-) -> list[dict[str, str]]:
-    """Chat messages for a text-only server, one per history entry and each independent of the rest.
-
-    Assistant turns are sent back exactly as the model wrote them, and observations become user
-    turns, so the rendering of a longer history always extends that of a shorter one.
-    """
-    return [_render_one(message, tools, protocol) for message in messages]
-
-
-def _render_one(message: Message, tools: Sequence[ToolSpec], protocol: str) -> dict[str, str]:
-    if message.role is Role.SYSTEM:
-        return {"role": "system", "content": build_system_prompt(message.content, tools, protocol)}
-    if message.role is Role.TOOL:
-        return {"role": "user", "content": "Observation: " + message.content + left_out(message.images)}
-    return {"role": message.role.value, "content": message.content + left_out(message.images)}
-
-
-def left_out(images: Sequence[Image]) -> str:
-    """What a text-only rendering says in place of a turn's images (nothing when it has none): the
-    model is told they were there and that it cannot see them."""
-    if not images:
-        return ""
-    count = f"{len(images)} image" + ("s" if len(images) > 1 else "")
-    return (f"\n\n[{count} attached to this message left out: this tool mode sends the model text "
-            "only. Say so if the task needs what it shows.]")
 
 
 def render_action(thought: str, name: str, arguments: dict[str, Any]) -> str:
@@ -243,6 +170,11 @@ _OBSERVATION = frozenset({_Kind.OBSERVATION})
 _NO_TOOL = frozenset({"", "none", "null", "nil", "n/a"})
 _NAME_DECOR = "*`'\"“”‘’[]"
 _NAME_NOTE = re.compile(r"[(（]")
+_GOES_ON = re.compile(r"[\w.-]")  # a character that makes a longer name
+
+
+def _leads(name: str, listed: str) -> bool:
+    return name.startswith(listed) and not _GOES_ON.match(name, len(listed))
 
 
 def _clean_name(raw: str) -> str:
@@ -373,7 +305,7 @@ class _Parser:
             if kind is _Kind.FINAL:
                 return self._final(pos, pos + body)
             if kind is _Kind.ACTION:
-                action = _Action(line=line, name=_clean_name(rest) or None)
+                action = _Action(line=line, name=self._name(rest))
             else:
                 saw_thought = True
                 self._add(False, rest.lstrip(" \t"))
@@ -397,7 +329,14 @@ class _Parser:
         if action is None:
             self._add(False, line)
         elif action.name is None:
-            action.name = _clean_name(line) or None
+            action.name = self._name(line)
+
+    def _name(self, raw: str) -> str | None:
+        """The tool an Action line names: a listed name followed by its arguments (`outline,
+        module_path="a.py"`) is that tool, whose Action Input holds the arguments."""
+        name = _clean_name(raw)
+        starts = [tool.name for tool in self.tools if _leads(name, tool.name)]
+        return max(starts, key=len) if starts else name or None
 
     def _orphan_think(self) -> int:
         """Skip reasoning whose `<think>` was part of the prompt, so only `</think>` is in the text."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mini_agent.core.budget import MESSAGE_OVERHEAD, estimate, tools_cost
 from mini_agent.core.contracts import Message, Role, ToolSpec
-from mini_agent.llm import react
+from mini_agent.llm import reactprompt
 from mini_agent.llm.window import overflow
 from mini_agent.scripted.text import tokens_of
 
@@ -25,7 +25,7 @@ def test_the_react_allowance_covers_the_instructions_a_text_mode_request_adds() 
     for count in (1, 2, 8):
         tools = [ToolSpec(f"tool_{i}", "Reads a file of the workspace.", schema) for i in range(count)]
         base = "You are a careful assistant."
-        added = estimate(react.build_system_prompt(base, tools)) - estimate(base)
+        added = estimate(reactprompt.build_system_prompt(base, tools)) - estimate(base)
         assert added + MESSAGE_OVERHEAD <= tools_cost(tools)
 
 

@@ -23,7 +23,7 @@ from mini_agent.core.contracts import (
     ToolCall,
     ToolSpec,
 )
-from mini_agent.llm import react
+from mini_agent.llm import react, reactprompt
 from mini_agent.llm.client import OpenAICompatibleClient
 from mini_agent.llm.fake import FakeReply, FakeTransport
 
@@ -83,7 +83,7 @@ async def test_react_mode_sends_the_rendered_history_and_the_stop_strings() -> N
         tool_mode="react",
     )
     (payload,) = sent(transport)
-    assert payload["messages"] == react.render_messages(HISTORY, [ADD])
+    assert payload["messages"] == reactprompt.render_messages(HISTORY, [ADD])
     assert payload["stop"] == list(react.STOP_SEQUENCES) and "tools" not in payload
     assert payload["stream"] is True and payload["stream_options"] == {"include_usage": True}
     assert (payload["model"], payload["max_tokens"], payload["temperature"]) == ("m", 1024, 0.0)

@@ -15,12 +15,11 @@ from mini_agent.llm.react import (
     EXPECTED_FORMAT,
     STOP_SEQUENCES,
     ReactTurn,
-    build_system_prompt,
     parse,
     render_action,
     render_final,
-    render_messages,
 )
+from mini_agent.llm.reactprompt import build_system_prompt, render_messages
 
 
 def turn(text: str, *, truncated: bool = False) -> ReactTurn:
@@ -424,6 +423,16 @@ def test_the_missing_input_message_names_what_the_tool_takes(schema: dict[str, A
     spec = ToolSpec(name="t", description="", input_schema=schema)
     message = parse("Action: t", call_id="c", tools=[spec]).format_error
     assert message is not None and phrase in message
+
+
+def test_an_action_line_holding_a_listed_name_and_its_arguments_calls_that_tool() -> None:
+    # Qwen2.5-Coder-1.5B: the arguments on the Action line too, then (told the input was missing) the input
+    outline = ToolSpec(name="outline", description="", input_schema={"type": "object"})
+    text = 'Thought: t\nAction: outline, module_path="shop/storage.py\nAction Input: {"module_path": "a.py"}'
+    call = parse(text, call_id="c", tools=[outline]).call
+    assert call is not None and (call.name, call.arguments) == ("outline", {"module_path": "a.py"})
+    longer = parse('Action: outline_all\nAction Input: {}', call_id="c", tools=[outline]).call
+    assert longer is not None and longer.name == "outline_all"  # another name: the registry refuses it
 
 
 def test_a_missing_input_for_an_unlisted_tool_names_no_arguments() -> None:

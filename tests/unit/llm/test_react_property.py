@@ -29,8 +29,8 @@ from mini_agent.llm.react import (
     parse,
     render_action,
     render_final,
-    render_messages,
 )
+from mini_agent.llm.reactprompt import render_messages
 
 PROPERTY = settings(deadline=None, max_examples=150)
 
