@@ -322,7 +322,11 @@ class OpenAICompatibleClient:
             return native_response(done, thought=done.text, calls=calls)
         if not done.text.strip():
             return native_response(done, format_error="The reply was empty: no text and no tool call.")
-        written = native.written_calls(done.text, tools, _new_call_id) if config.harness.text_calls else ()
+        # any written call shows auto a server that ignored `tools`; native, once the model has results,
+        # runs only calls that end the reply (the others are examples in an answer)
+        ended = not fallback and native.has_results(messages)
+        reading = config.harness.text_calls
+        written = native.written_calls(done.text, tools, _new_call_id, ended=ended) if reading else ()
         if written and fallback:  # auto mode: the turn is asked again in a mode the server holds to
             raise _ToolsIgnored
         if written:

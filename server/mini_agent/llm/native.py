@@ -38,6 +38,16 @@ def messages(entries: Sequence[Message], *, images: bool = True) -> list[dict[st
     return out
 
 
+def has_results(entries: Sequence[Message]) -> bool:
+    """Whether the turn under way (since the user's last message) holds a tool result."""
+    for entry in reversed(entries):
+        if entry.role is Role.TOOL:
+            return True
+        if entry.role is Role.USER:
+            return False
+    return False
+
+
 def written(entry: Message) -> bool:
     """Whether an assistant turn's calls were read from its text (`textcalls`): its text is those
     calls, written the model's way. Sent back as it was, a chat template shows the calls twice, the
@@ -112,7 +122,10 @@ def written_attempt(text: str, tools: Sequence[ToolSpec]) -> str | None:
     return None if why is None else WRITTEN_ATTEMPT.format(why=why)
 
 
-def written_calls(text: str, tools: Sequence[ToolSpec], new_id: NewId) -> tuple[ToolCall, ...]:
-    """The calls of listed tools the model wrote in its reply's text (`llm.harness.textCalls`)."""
-    written = textcalls.read(text, tools)
+def written_calls(
+    text: str, tools: Sequence[ToolSpec], new_id: NewId, *, ended: bool = False
+) -> tuple[ToolCall, ...]:
+    """The calls of listed tools the model wrote in its reply's text (`llm.harness.textCalls`); with
+    `ended`, only calls that end the reply (`textcalls`)."""
+    written = textcalls.read(text, tools, ended=ended)
     return tuple(ToolCall(new_id(), call.name, call.arguments, call.raw_arguments) for call in written)

@@ -14,9 +14,11 @@ Pure functions, no I/O. `read` finds, in a reply's text, the calls in the common
   reading a prompt template's escaped braces), read as the object inside the outer brace.
 
 Only a call naming a listed tool counts, and only objects that start a line (or follow a fence or a
-tag) are read, so an example buried in prose stays prose. A call ends its reply: a model that calls a
-tool stops to wait for the result, so objects followed by more prose are examples written into an
-answer ("you can call it so: … This will give you …"), and the reply holds no call.
+tag) are read, so an example buried in prose stays prose. Once the model has results, a call ends its
+reply (`ended`): a model that calls a tool stops to wait for the result, so objects followed by more
+prose are examples written into an answer ("you can call it so: … This will give you …"), and the
+reply holds no call. Before any result, a plan that names its calls amid prose is what the model means
+to run.
 
 JSON is decoded, never repaired; a reply that is nothing but such an object and still gives no call
 (a tool that is not listed, JSON that does not decode) is a call attempt (`attempted`) the model can
@@ -55,9 +57,10 @@ class TextCall:
     raw_arguments: str
 
 
-def read(text: str, tools: Sequence[ToolSpec]) -> list[TextCall]:
-    """The calls of listed tools written in `text`, in order; empty when there is none."""
-    return _read(text, {tool.name for tool in tools})
+def read(text: str, tools: Sequence[ToolSpec], *, ended: bool = False) -> list[TextCall]:
+    """The calls of listed tools written in `text`, in order; empty when there is none, or, with
+    `ended`, when prose follows the last of them."""
+    return _read(text, {tool.name for tool in tools}, ended=ended)
 
 
 def holds_calls(text: str, names: Iterable[str]) -> bool:
@@ -66,7 +69,7 @@ def holds_calls(text: str, names: Iterable[str]) -> bool:
     return bool(_read(text, set(names)))
 
 
-def _read(text: str, names: set[str]) -> list[TextCall]:
+def _read(text: str, names: set[str], *, ended: bool = False) -> list[TextCall]:
     if not names or not text.strip():
         return []
     calls: list[TextCall] = []
@@ -87,7 +90,7 @@ def _read(text: str, names: set[str]) -> list[TextCall]:
         if found:
             calls += found
             last = end
-    if calls and not _CLOSED.match(text, last):
+    if ended and calls and not _CLOSED.match(text, last):
         return []  # prose after the last call: the objects were examples in an answer
     return calls[:MAX_CALLS]
 

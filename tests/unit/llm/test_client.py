@@ -246,6 +246,22 @@ async def test_native_mode_runs_a_call_written_as_text() -> None:
 
 
 @pytest.mark.asyncio
+async def test_once_the_model_has_results_a_written_call_with_prose_after_it_is_an_example() -> None:
+    shown = 'It is 5. Check it with:\n```json\n{"name": "add", "arguments": {"a": 2}}\n```\nThat adds.'
+    done = Message(Role.ASSISTANT, "", tool_calls=(ToolCall("c1", "add", {"a": 2}, '{"a": 2}'),))
+    answered = (*HISTORY, done, Message(Role.TOOL, "5", tool_call_id="c1"))
+    json_answer = '{"thought": "t", "action": {"final_answer": "5"}}'
+    transport = FakeTransport.replying(sse(shown), sse(shown), sse(shown), sse(json_answer))
+    llm = client(transport)
+    after = await llm.generate(answered, [ADD], settings(tool_mode="native"))
+    planned = await llm.generate(HISTORY, [ADD], settings(tool_mode="native"))  # no result yet: a plan
+    assert after.final_answer == shown and after.tool_calls == ()
+    assert [c.name for c in planned.tool_calls] == ["add"]
+    noticed = await llm.generate(answered, [ADD], settings(tool_mode="auto"))  # auto: tools were ignored
+    assert noticed.tool_mode == "json" and noticed.final_answer == "5"
+
+
+@pytest.mark.asyncio
 async def test_a_written_call_of_an_unlisted_tool_or_broken_json_is_no_answer() -> None:
     unlisted = '```json\n{"name": "Inventory", "arguments": {"path": "shop"}}\n```'
     broken = '{"name": "add", "arguments": {"a": count("x")}}'

@@ -91,11 +91,13 @@ def test_a_call_followed_by_more_prose_is_an_example_in_an_answer_not_a_call() -
         '```json\n{"name": "average", "arguments": {"values": [21, 34]}}\n```\n\n'
         "This will calculate the average of the line counts."
     )
-    assert textcalls.read(example, [*TOOLS, ToolSpec("average", "Mean.", {"type": "object"})]) == []
+    tools = [*TOOLS, ToolSpec("average", "Mean.", {"type": "object"})]
+    assert textcalls.read(example, tools, ended=True) == []
+    assert [call.name for call in textcalls.read(example, tools)] == ["average"]  # a plan, before results
     said_first = (
         'Let me count them.\n```json\n{"name": "count_file_lines", "arguments": {"file_path": "a.py"}}\n```\n'
     )
-    assert found(said_first) == [("count_file_lines", {"file_path": "a.py"})]
+    assert [call.name for call in textcalls.read(said_first, TOOLS, ended=True)] == ["count_file_lines"]
 
 
 def test_no_tools_means_no_calls() -> None:
