@@ -14,6 +14,9 @@ Parsing rules, in short (the reasons are in docs and in tests/unit/llm/test_reac
   a line, before any ``Observation:`` line, is taken as reasoning up to it (chat templates that open the
   block inside the prompt).
 - JSON is decoded, never repaired: anything the decoder rejects is reported with the raw text.
+- An Action line that holds the whole call in Python's syntax, `Action: outline(module_path="a.py")`
+  or `Action: outline, module_path="a.py"`, with no Action Input after it, is that call (`pycall`:
+  literals only, nothing is evaluated).
 - Line endings are normalised to ``\\n`` in the thought and the answer; ``raw_arguments`` is the exact
   slice of the completion that was decoded.
 """
@@ -28,7 +31,7 @@ from enum import Enum
 from typing import Any
 
 from mini_agent.core.contracts import ToolCall, ToolSpec
-from mini_agent.llm import formaterror
+from mini_agent.llm import formaterror, pycall
 
 STOP_SEQUENCES: tuple[str, ...] = ("\nObservation:", "\nObservation：", "Observation:")
 
@@ -256,6 +259,7 @@ def _json_kind(value: Any) -> str:
 class _Action:
     line: str
     name: str | None
+    rest: str = ""  # what the line holds after `Action:`
 
     @property
     def names_a_tool(self) -> bool:
@@ -305,7 +309,7 @@ class _Parser:
             if kind is _Kind.FINAL:
                 return self._final(pos, pos + body)
             if kind is _Kind.ACTION:
-                action = _Action(line=line, name=self._name(rest))
+                action = _Action(line=line, name=self._name(rest), rest=rest)
             else:
                 saw_thought = True
                 self._add(False, rest.lstrip(" \t"))
@@ -329,7 +333,7 @@ class _Parser:
         if action is None:
             self._add(False, line)
         elif action.name is None:
-            action.name = self._name(line)
+            action.name, action.rest = self._name(line), line
 
     def _name(self, raw: str) -> str | None:
         """The tool an Action line names: a listed name followed by its arguments (`outline,
@@ -373,9 +377,22 @@ class _Parser:
         """`ended`: nothing follows the Action line (another marker does otherwise)."""
         if not action.names_a_tool:
             return self._no_tool(action)
+        inline = None if self.truncated else self._inline(action)
+        if inline is not None:
+            return inline
         if self.truncated or not ended:
             return self._error(f"Action `{action.name}` is not followed by an Action Input line", action.line)
         return self._no_input(action.name or "")
+
+    def _inline(self, action: _Action) -> ReactTurn | None:
+        """The call an Action line holds whole, its arguments in Python's call syntax (`pycall`)."""
+        name = action.name or ""
+        at = action.rest.find(name)
+        arguments = pycall.arguments(action.rest[at + len(name) :]) if at >= 0 else None
+        if arguments is None:
+            return None
+        raw = json.dumps(arguments, ensure_ascii=False)
+        return self._turn(call=ToolCall(id=self.call_id, name=name, arguments=arguments, raw_arguments=raw))
 
     def _no_tool(self, action: _Action) -> ReactTurn:
         """`Action: none`: the model means to call nothing, and is told the form that says so."""

@@ -435,6 +435,25 @@ def test_an_action_line_holding_a_listed_name_and_its_arguments_calls_that_tool(
     assert longer is not None and longer.name == "outline_all"  # another name: the registry refuses it
 
 
+@pytest.mark.parametrize(
+    "action",
+    ['Action: outline(module_path="shop/__init__.py")', 'Action: outline, module_path="shop/__init__.py"'],
+    ids=["call syntax", "after a comma"],
+)
+def test_an_action_line_holding_the_whole_call_in_python_syntax_is_that_call(action: str) -> None:
+    # Qwen2.5-Coder-1.5B's first reply on several of the suite's tasks, which the old parser read as
+    # `Action: outline` with its input missing
+    outline = ToolSpec(name="outline", description="", input_schema={"type": "object"})
+    result = parse(f"Thought: I need the version.\n{action}", call_id="c", tools=[outline])
+    assert result.call is not None and result.format_error is None
+    assert (result.call.name, result.call.arguments) == ("outline", {"module_path": "shop/__init__.py"})
+    assert result.call.raw_arguments == '{"module_path": "shop/__init__.py"}'
+    cut = parse(f"Thought: t\n{action}", call_id="c", tools=[outline], truncated=True)
+    assert cut.call is None  # a reply cut by the token limit is never taken as a call
+    other = parse('Action: outline(path=open("x").read())', call_id="c", tools=[outline])
+    assert other.call is None and other.format_error is not None
+
+
 def test_a_missing_input_for_an_unlisted_tool_names_no_arguments() -> None:
     message = parse("Action: other", call_id="c").format_error
     assert message is not None and message.endswith("holds other's arguments as one JSON object.")
