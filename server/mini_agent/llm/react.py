@@ -14,6 +14,7 @@ Parsing rules, in short (the reasons are in docs and in tests/unit/llm/test_reac
   a line, before any ``Observation:`` line, is taken as reasoning up to it (chat templates that open the
   block inside the prompt).
 - JSON is decoded, never repaired: anything the decoder rejects is reported with the raw text.
+- `Action: none` (or an empty Action line) followed by a `Final Answer:` is that answer.
 - An Action line that holds the whole call in Python's syntax, `Action: outline(module_path="a.py")`
   or `Action: outline, module_path="a.py"`, with no Action Input after it, is that call (`pycall`:
   literals only, nothing is evaluated).
@@ -301,6 +302,8 @@ class _Parser:
             kind, body = found
             if kind is _Kind.OBSERVATION:
                 return self._unfinished(action) if action is not None else self._undecided(saw_thought)
+            if action is not None and kind is _Kind.FINAL and not action.names_a_tool:
+                return self._final(pos, pos + body)  # `Action: none`, then the answer: no tool, as it said
             if action is not None and kind is not _Kind.ACTION_INPUT:
                 return self._unfinished(action)
             rest = text[pos + body : end]

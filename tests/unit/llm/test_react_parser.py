@@ -483,14 +483,18 @@ def test_action_input_without_action() -> None:
         "Action: `null`\nAction Input: {}",
         "Action: N/A\nAction Input: {}",
         'Action:\nAction Input: {"q": 1}',
-        "Action: None\nFinal Answer: 4",
         "Action:",
     ],
-    ids=["None", "none", "null", "N/A", "empty", "None then answer", "empty at end"],
+    ids=["None", "none", "null", "N/A", "empty", "empty at end"],
 )
 def test_action_naming_no_tool(text: str) -> None:
     message = turn(text).format_error
     assert message is not None and "names no tool" in message
+
+
+@pytest.mark.parametrize("action", ["Action: None", "Action: none", "Action:", "Action: N/A"])
+def test_an_action_that_says_none_followed_by_an_answer_is_that_answer(action: str) -> None:
+    assert answer_of(f"Thought: I have the methods.\n{action}\nFinal Answer: add, remove") == "add, remove"
 
 
 def test_an_action_that_says_none_is_told_how_to_call_no_tool() -> None:
