@@ -6,7 +6,7 @@ JSON the protocol carries. Every layer may import this module; it imports nothin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -178,6 +178,11 @@ class Message:
     # a user turn as the person gave it, when that was more than words then images (`core.content`);
     # `content` and `images` are what the model is given of it
     parts: tuple[Part, ...] = ()
+
+
+def user_turn(messages: Sequence[Message]) -> int:
+    """Index of the user's last message in `messages`: where the turn under way begins (0 without one)."""
+    return max((n for n, m in enumerate(messages) if m.role is Role.USER), default=0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from mini_agent.core.contracts import (
     TokenUsage,
     ToolCall,
     ToolSpec,
+    user_turn,
 )
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -232,8 +233,7 @@ class AgentSession:
     def turn_start(self) -> int:
         """Index of the first step of the current user turn: the step budget is per turn, so a
         follow-up prompt gets a fresh one. Each step holds exactly one assistant message."""
-        last_user = max((n for n, m in enumerate(self.messages) if m.role is Role.USER), default=0)
-        return sum(1 for m in self.messages[:last_user] if m.role is Role.ASSISTANT)
+        return sum(1 for m in self.messages[: user_turn(self.messages)] if m.role is Role.ASSISTANT)
 
 
 def new_session_id() -> str:

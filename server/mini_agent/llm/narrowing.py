@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mini_agent.core.contracts import Message, Role, ToolSpec
+from mini_agent.core.contracts import Message, Role, ToolSpec, user_turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +131,10 @@ def grounded(tools: Sequence[ToolSpec], only: Mapping[str, Mapping[str, Sequence
 
 def _spent_calls(messages: Sequence[Message]) -> dict[str, list[dict[str, Any]]]:
     """The arguments of each call of the current user turn that has its result in the history."""
-    last_user = max((n for n, m in enumerate(messages) if m.role is Role.USER), default=0)
-    answered = {m.tool_call_id for m in messages[last_user:] if m.role is Role.TOOL and m.tool_call_id}
+    turn = messages[user_turn(messages) :]
+    answered = {m.tool_call_id for m in turn if m.role is Role.TOOL and m.tool_call_id}
     spent: dict[str, list[dict[str, Any]]] = {}
-    for message in messages[last_user:]:
+    for message in turn:
         for call in message.tool_calls:
             if call.id in answered and call.parse_error is None:
                 spent.setdefault(call.name, []).append(call.arguments)

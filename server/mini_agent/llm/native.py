@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mini_agent.core.contracts import Image, Message, Role, ToolCall, ToolSpec
+from mini_agent.core.contracts import Image, Message, Role, ToolCall, ToolSpec, user_turn
 from mini_agent.llm import textcalls
 from mini_agent.llm.reactprompt import left_out
 from mini_agent.llm.replies import RawCall
@@ -40,12 +40,7 @@ def messages(entries: Sequence[Message], *, images: bool = True) -> list[dict[st
 
 def has_results(entries: Sequence[Message]) -> bool:
     """Whether the turn under way (since the user's last message) holds a tool result."""
-    for entry in reversed(entries):
-        if entry.role is Role.TOOL:
-            return True
-        if entry.role is Role.USER:
-            return False
-    return False
+    return any(entry.role is Role.TOOL for entry in entries[user_turn(entries) :])
 
 
 def written(entry: Message) -> bool:

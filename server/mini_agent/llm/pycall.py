@@ -22,8 +22,6 @@ def arguments(tail: str) -> dict[str, Any] | None:
     inner = _inner(tail.strip().rstrip("`*").rstrip())
     if inner is None or len(inner) > MAX_CHARS:
         return None
-    if not inner.strip():
-        return None
     try:
         call = ast.parse(f"f({inner})", mode="eval").body
         if not isinstance(call, ast.Call) or len(call.args) + len(call.keywords) == 0:

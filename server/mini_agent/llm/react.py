@@ -19,7 +19,7 @@ Parsing rules, in short (the reasons are in docs and in tests/unit/llm/test_reac
   or `Action: outline, module_path="a.py"`, with no Action Input after it, is that call (`pycall`:
   literals only, nothing is evaluated).
 - Line endings are normalised to ``\\n`` in the thought and the answer; ``raw_arguments`` is the exact
-  slice of the completion that was decoded.
+  slice of the completion that was decoded (for a call read from the Action line, its arguments as JSON).
 """
 
 from __future__ import annotations
