@@ -132,7 +132,7 @@ def _meets_strict(schema: Any) -> bool:
 # --- the incremental thought reader --------------------------------------------------------------
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_STRING_SPECIAL = re.compile(r'["\\\x00-\x1f]')  # what ends a plain run inside a thought string
+_STRING_SPECIAL = re.compile(r'["\\]')  # what ends a plain run inside a thought string
 _SKIP_SPECIAL = re.compile(r'["\\]')  # what matters inside a string that is skipped
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _WHITESPACE = " \t\r\n"
@@ -148,9 +148,10 @@ class ThoughtScanner:
     pair) is held back.
 
     It reads the first top-level object (from the first `{`), finds its first `thought` key at depth 1
-    and decodes that string value as the JSON decoder does. Where the decoder would refuse the string
-    (a raw control character, a bad escape) the thought ends; a lone surrogate becomes U+FFFD, since
-    it could not be sent on as UTF-8. Everything after the thought is ignored.
+    and decodes that string value as the JSON decoder does (a raw control character is kept, as the
+    decoder keeps it). Where the decoder would refuse the string (a bad escape) the thought ends; a
+    lone surrogate becomes U+FFFD, since it could not be sent on as UTF-8. Everything after the
+    thought is ignored.
     """
 
     def __init__(self) -> None:
@@ -257,7 +258,7 @@ class ThoughtScanner:
                 break
             i = end
             char = found.group()
-            if char == '"' or char < " ":  # the end of the string, or a character the decoder refuses
+            if char == '"':  # the end of the string
                 self._end_thought(out)
                 break
             step = self._escape(buf, i, out)

@@ -200,7 +200,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+# A raw control character inside a string (a newline in a multi-line argument) is taken as itself
+# (the decoder's `strict=False`): nothing else could be meant by it, and grammar-constrained servers
+# (llama-cpp-python's JSON-schema grammars) let a model write one.
+DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys, strict=False)
 # Whitespace, markdown emphasis and a ```json fence opener that models put before the object.
 _INPUT_LEAD = re.compile(r"[\s*_`]*+(?:json\b)?[\s*_`]*+", re.IGNORECASE)
 

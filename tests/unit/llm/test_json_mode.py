@@ -69,11 +69,22 @@ def test_scanner_gives_the_decoded_thought_however_the_reply_is_split(
 
 @given(st.lists(st.integers(min_value=0), max_size=6))
 def test_scanner_stops_where_the_decoder_would(cuts: list[int]) -> None:
-    text = '{"thought": "a\\u00e9\\ud83d\\ude00 b\nnot json any more", "action": {"final_answer": "x"}}'
+    text = '{"thought": "a\\u00e9\\ud83d\\ude00 b\\x", "action": {"final_answer": "x"}}'
     assert "".join(scan(text, cuts)) == "aé😀 b"
     parsed = jsonmode.parse(text, call_id="c")
     assert parsed.thought == "aé😀 b" and parsed.format_error is not None
-    assert "Invalid control character" in parsed.format_error
+    assert "Invalid \\escape" in parsed.format_error
+
+
+@given(st.lists(st.integers(min_value=0), max_size=6))
+def test_a_raw_newline_in_a_string_is_that_newline_as_llama_cpp_grammars_let_models_write_it(
+    cuts: list[int],
+) -> None:
+    text = '{"thought": "two\nlines", "action": {"tool": "t", "arguments": {"path": "a\tb"}}}'
+    assert "".join(scan(text, cuts)) == "two\nlines"
+    parsed = jsonmode.parse(text, call_id="c")
+    assert parsed.format_error is None and parsed.thought == "two\nlines"
+    assert parsed.call is not None and parsed.call.arguments == {"path": "a\tb"}
 
 
 def test_held_back_escape_is_released_once_complete() -> None:

@@ -516,7 +516,6 @@ def test_an_action_that_says_none_is_told_how_to_call_no_tool() -> None:
         ('{"flag": True}', "Expecting value: line 1 column 10 (char 9)"),
         ('{"q": "a",}', "Expecting property name enclosed in double quotes: line 1 column 11 (char 10)"),
         ('{"q": "a", "n": [1, 2,]}', "Expecting value: line 1 column 23 (char 22)"),
-        ('{"text": "line one\nline two"}', "Invalid control character at: line 1 column 19 (char 18)"),
         ('{"x": NaN}', "NaN is not valid JSON"),
         ('{"x": -Infinity}', "-Infinity is not valid JSON"),
         ('{"q": 1, "q": 2}', "duplicate key 'q'"),
@@ -526,7 +525,6 @@ def test_an_action_that_says_none_is_told_how_to_call_no_tool() -> None:
         "Python True",
         "trailing comma",
         "trailing comma in array",
-        "raw newline",
         "NaN",
         "Infinity",
         "duplicate key",
@@ -741,3 +739,8 @@ def test_a_closing_think_tag_inside_an_invented_observation_is_not_reasoning() -
     """Found by the property test: `</think>` after `Observation:` must not swallow the action before it."""
     turn = parse('Thought: \nAction: A\nAction Input: {}\nObservation: </think>', call_id="c1")
     assert turn.call is not None and turn.call.name == "A" and turn.call.arguments == {}
+
+
+def test_a_raw_newline_inside_an_action_input_string_is_a_newline_in_the_argument() -> None:
+    call = call_of('Thought: t\nAction: write_file\nAction Input: {"text": "line one\nline two"}')
+    assert call.name == "write_file" and call.arguments == {"text": "line one\nline two"}
