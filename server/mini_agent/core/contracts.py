@@ -339,6 +339,8 @@ class Harness:
     `grounded_values`: in json mode, a string argument that failed with a value its tool said does not
     exist, and that nothing in the turn holds, may from then on take only a value the turn has seen (the
     task's words, results, successful calls' arguments; `repair.grounded`).
+    `untried_tools`: a call that is not run again (`known_results`, or the loop detector) is told, beside
+    why, which listed tools the turn has not called yet (`loops.untried`).
     """
 
     text_calls: bool = True
@@ -348,6 +350,7 @@ class Harness:
     last_step: bool = True
     known_results: bool = True
     grounded_values: bool = True
+    untried_tools: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,11 @@ the stepper emits the events. `finish` is the current tool mode's words for givi
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from mini_agent.core import answercheck, windup
 from mini_agent.core.contracts import Message, Observation, Role, StopReason, ToolSpec
-from mini_agent.core.loops import known_notes, streaks
+from mini_agent.core.loops import known_notes, streaks, untried
 from mini_agent.core.session import AgentSession, StepRecord
 
 LOOP_NOTE = (
@@ -85,7 +86,8 @@ def loop_notes(
 ) -> list[Observation]:
     """The notes that replace this step's repeated calls: the same call N times in a row is not run
     (once more ends the session, `record.stop_reason`); a call whose result the model already has in
-    this turn gets that result instead of a run (`knownResults`)."""
+    this turn gets that result instead of a run (`knownResults`). Each note then names the listed tools
+    the turn has not called yet (`untriedTools`)."""
     earlier = [step.tool_calls for step in session.steps[session.turn_start : -1]]
     threshold = session.config.loop_threshold
     notes: list[Observation] = []
@@ -98,4 +100,8 @@ def loop_notes(
     if session.config.llm.harness.known_results and record.stop_reason is None:
         turn = session.steps[session.turn_start : -1]
         notes += known_notes(turn, record, spec_of, finish)
+    if notes and session.config.llm.harness.untried_tools and record.stop_reason is None:
+        asked = [call for step in session.steps[session.turn_start :] for call in step.tool_calls]
+        line = untried(asked, session.tools)
+        notes = [replace(note, output=note.output + line) for note in notes]
     return notes
