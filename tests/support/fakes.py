@@ -44,7 +44,6 @@ class ScriptedModel:
         self.replies = list(replies)
         self.seen: list[list[Message]] = []
         self.asked: list[dict[str, object]] = []  # each request's keyword arguments (turn_mode, answer_with)
-        self.configs: list[LLMConfig] = []  # each request's model settings
         self.delay = delay
 
     async def generate(
@@ -57,7 +56,6 @@ class ScriptedModel:
     ) -> LLMResponse:
         self.seen.append(list(messages))
         self.asked.append(asked)
-        self.configs.append(config)
         if self.delay:
             await asyncio.sleep(self.delay)
         reply = self.replies.pop(0)

@@ -316,9 +316,6 @@ class ToolSpec:
         }
 
 
-REPEAT_TEMPERATURE = 0.7  # the least temperature of the turn after a repeated call (`resample_repeats`)
-
-
 @dataclass(frozen=True, slots=True)
 class Harness:
     """What the loop does around the model to help a small one finish; each switch on by default and
@@ -344,9 +341,6 @@ class Harness:
     task's words, results, successful calls' arguments; `repair.grounded`).
     `untried_tools`: a call that is not run again (`known_results`, or the loop detector) is told, beside
     why, which listed tools the turn has not called yet (`loops.untried`).
-    `resample_repeats`: the model turn after a step that asked again for a call the turn had made is
-    sampled at `REPEAT_TEMPERATURE` at least (`loops.repeated`): at temperature 0 a small model that
-    repeated itself once writes the same reply again, whatever it is told.
     """
 
     text_calls: bool = True
@@ -357,7 +351,6 @@ class Harness:
     known_results: bool = True
     grounded_values: bool = True
     untried_tools: bool = True
-    resample_repeats: bool = True
 
 
 @dataclass(frozen=True, slots=True)

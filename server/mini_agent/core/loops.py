@@ -127,12 +127,3 @@ def _purpose(spec: ToolSpec) -> str:
     """The first sentence of a tool's description, cut to a few words."""
     first = " ".join(spec.description.split()).split(". ", 1)[0].rstrip(".")
     return first if len(first) <= _PURPOSE_LIMIT else first[:_PURPOSE_LIMIT].rsplit(" ", 1)[0] + " …"
-
-
-def repeated(turn: Sequence[StepRecord]) -> bool:
-    """Whether the last step of `turn` asked for a call identical to one an earlier step of it asked for
-    (answered from the earlier result, refused by the loop detector, or run again and failed again)."""
-    if not turn:
-        return False
-    before = {canonical(call) for step in turn[:-1] for call in step.tool_calls}
-    return any(canonical(call) in before for call in turn[-1].tool_calls)

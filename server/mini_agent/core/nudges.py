@@ -14,16 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from mini_agent.core import answercheck, windup
-from mini_agent.core.contracts import (
-    REPEAT_TEMPERATURE,
-    LLMConfig,
-    Message,
-    Observation,
-    Role,
-    StopReason,
-    ToolSpec,
-)
-from mini_agent.core.loops import known_notes, repeated, streaks, untried
+from mini_agent.core.contracts import Message, Observation, Role, StopReason, ToolSpec
+from mini_agent.core.loops import known_notes, streaks, untried
 from mini_agent.core.session import AgentSession, StepRecord
 
 LOOP_NOTE = (
@@ -113,20 +105,3 @@ def loop_notes(
         line = untried(asked, session.tools)
         notes = [replace(note, output=note.output + line) for note in notes]
     return notes
-
-
-def resampled(session: AgentSession, config: LLMConfig) -> tuple[LLMConfig, str | None]:
-    """`resampleRepeats`: the settings of the next model turn, at `REPEAT_TEMPERATURE` at least when the
-    turn's last step asked again for a call it had made, and the status message that says so."""
-    turn = session.steps[session.turn_start :]
-    if (
-        not config.harness.resample_repeats
-        or config.temperature >= REPEAT_TEMPERATURE
-        or not repeated(turn)
-    ):
-        return config, None
-    message = (
-        f"The model asked again for a call it had made: this turn is sampled at temperature "
-        f"{REPEAT_TEMPERATURE} (llm.harness.resampleRepeats)."
-    )
-    return replace(config, temperature=REPEAT_TEMPERATURE), message

@@ -134,10 +134,7 @@ class Stepper:
         def on_retry(message: str) -> None:
             self._emit(StatusChanged(sid, index, session.status, message=message))
 
-        llm_config, resampling = nudges.resampled(session, session.config.llm)
-        llm_config = replace(llm_config, api_key=self._api_key(session))
-        if resampling is not None:
-            on_retry(resampling)
+        llm_config = replace(session.config.llm, api_key=self._api_key(session))
         last = session.steps[-1] if len(session.steps) > session.turn_start else None
         turn_mode = last.tool_mode or None if last is not None else None
         answer_with = answercheck.asked_words(last) if last is not None else ()
