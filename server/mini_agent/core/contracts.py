@@ -341,6 +341,9 @@ class Harness:
     task's words, results, successful calls' arguments; `repair.grounded`).
     `untried_tools`: a call that is not run again (`known_results`, or the loop detector) is told, beside
     why, which listed tools the turn has not called yet (`loops.untried`).
+    `hide_repeats`: a step whose every call is answered from an earlier result (`known_results`) is
+    sent back to the model as an empty turn, its note naming the call: a small model shown its own
+    repeat writes it once more.
     """
 
     text_calls: bool = True
@@ -351,6 +354,7 @@ class Harness:
     known_results: bool = True
     grounded_values: bool = True
     untried_tools: bool = True
+    hide_repeats: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,12 @@ KNOWN_NOTE = (
     "since can have changed its result. It returned: {output}\nUse that result: call another tool or "
     "other arguments, or {finish}."
 )
+# the same, for a repeat the model is not shown again (`hide_repeats`): the note names the call
+HIDDEN_NOTE = (
+    "You asked again for {name} with {arguments}. It was not run again: it was called with exactly "
+    "these arguments earlier in this task, and nothing since can have changed its result. It returned: "
+    "{output}\nUse that result: call another tool or other arguments, or {finish}."
+)
 _KNOWN_LIMIT = 300  # characters of the earlier result shown again
 UNTRIED_NOTE = "\nNot called yet in this task: {tools}."
 _UNTRIED_MAX = 8  # tools named, at most
@@ -70,13 +76,19 @@ def known_result(
 
 
 def known_notes(
-    earlier: Sequence[StepRecord], record: StepRecord, tools: Callable[[str], ToolSpec | None], finish: str
+    earlier: Sequence[StepRecord],
+    record: StepRecord,
+    tools: Callable[[str], ToolSpec | None],
+    finish: str,
+    *,
+    hidden: bool = False,
 ) -> list[Observation]:
     """`llm.harness.knownResults`: for each call of `record` (the step just asked for, `earlier` the
     turn's steps before it) identical to one whose result the model already has (`known_result`), the
     error observation that stands for its run: the earlier result, and to use it. A call already
     answered, to a tool the daemon does not have, or to one declared open-world is left to run (an MCP
-    tool is open-world, and may write, unless its server says otherwise: MCP's defaults)."""
+    tool is open-world, and may write, unless its server says otherwise: MCP's defaults). `hidden`: the
+    step is not shown to the model again, so each note names its call (`hide_repeats`)."""
     answered = {obs.call_id for obs in record.observations}
 
     def changes_state(name: str) -> bool:
@@ -91,7 +103,9 @@ def known_notes(
         found = known_result(earlier, record.tool_calls[:position], call, changes_state)
         if found is not None:
             output = found.output[:_KNOWN_LIMIT] + (" …" if len(found.output) > _KNOWN_LIMIT else "")
-            text = KNOWN_NOTE.format(name=call.name, output=output, finish=finish)
+            template = HIDDEN_NOTE if hidden else KNOWN_NOTE
+            arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)[:_KNOWN_LIMIT]
+            text = template.format(name=call.name, arguments=arguments, output=output, finish=finish)
             notes.append(Observation(call.id, call.name, text, is_error=True))
     return notes
 

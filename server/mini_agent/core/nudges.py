@@ -97,11 +97,26 @@ def loop_notes(
         if streak >= threshold:
             text = LOOP_NOTE.format(name=call.name, count=streak, finish=finish)
             notes.append(Observation(call.id, call.name, text, is_error=True))
-    if session.config.llm.harness.known_results and record.stop_reason is None:
+    harness = session.config.llm.harness
+    if harness.known_results and record.stop_reason is None:
         turn = session.steps[session.turn_start : -1]
-        notes += known_notes(turn, record, spec_of, finish)
-    if notes and session.config.llm.harness.untried_tools and record.stop_reason is None:
+        known = known_notes(turn, record, spec_of, finish, hidden=harness.hide_repeats)
+        if known and harness.hide_repeats and not notes and len(known) == len(record.tool_calls):
+            _hide_last_turn(session)
+        elif known and harness.hide_repeats:  # some call runs, or the loop detector speaks: shown as asked
+            known = known_notes(turn, record, spec_of, finish)
+        notes += known
+    if notes and harness.untried_tools and record.stop_reason is None:
         asked = [call for step in session.steps[session.turn_start :] for call in step.tool_calls]
         line = untried(asked, session.tools)
         notes = [replace(note, output=note.output + line) for note in notes]
     return notes
+
+
+def _hide_last_turn(session: AgentSession) -> None:
+    """`hideRepeats`: the model's last turn, a repeat answered whole from earlier results, goes back to
+    it empty (its calls kept for a server that pairs results with them). The turn was never part of a
+    request, so the history sent so far is untouched (the prefix cache holds)."""
+    last = session.messages[-1]
+    if last.role is Role.ASSISTANT:
+        session.messages[-1] = replace(last, content="")

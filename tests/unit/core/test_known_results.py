@@ -39,7 +39,8 @@ async def test_a_call_asked_again_after_another_is_not_run_and_the_model_is_show
     assert summary.stop_reason is StopReason.END_TURN
     assert [c.arguments for c in tools.ran] == [{"text": "x"}, {"text": "y"}]
     shown = summary.session.steps[2].observations[0]
-    assert shown.is_error and shown.output.startswith("Not run again: echo was called with exactly these")
+    assert shown.is_error
+    assert shown.output.startswith('You asked again for echo with {"text": "x"}. It was not run again')
     assert 'It returned: {"text": "x"}' in shown.output and "give your Final Answer" in shown.output
 
 
@@ -73,7 +74,7 @@ async def test_a_change_that_succeeded_is_not_made_twice_and_asks_no_second_appr
     runtime = AgentRuntime(model, tools, approver=approver)
     summary = await runtime.run(runtime.start_session("wipe it").session_id)
     assert [c.name for c in tools.ran] == ["wipe"] and approver.asked == ["wipe"]
-    assert summary.session.steps[1].observations[0].output.startswith("Not run again: wipe")
+    assert summary.session.steps[1].observations[0].output.startswith("You asked again for wipe with {}")
 
 
 @pytest.mark.asyncio
@@ -115,3 +116,38 @@ async def test_an_mcp_tool_takes_mcps_defaults_and_runs_again_unless_its_server_
     runtime, llm = runtime_for(model, tools)
     await runtime.run(runtime.start_session("ping", llm=llm).session_id)
     assert [c.name for c in tools.ran] == ["fix_ping", "fix_ping", "fix_get"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("hide", [True, False], ids=["hideRepeats on", "hideRepeats off"])
+async def test_a_repeat_answered_whole_goes_back_to_the_model_empty_with_a_note_naming_the_call(
+    hide: bool,
+) -> None:
+    model = ScriptedModel(
+        action(call("echo", 0, text="x")), action(call("echo", 1, text="x")), answer("x"),
+    )  # fmt: skip
+    tools = Tools(ECHO)
+    llm = dataclasses.replace(LLMConfig(), harness=Harness(hide_repeats=hide))
+    runtime = AgentRuntime(model, tools)
+    await runtime.run(runtime.start_session("echo x", llm=llm).session_id)
+    repeat, note = model.seen[2][-2:]
+    assert repeat.content == ("" if hide else "Action: echo")
+    assert [c.name for c in repeat.tool_calls] == ["echo"]  # kept for a server that pairs results with calls
+    expected = "Not run again"
+    if hide:
+        expected = 'You asked again for echo with {"text": "x"}. It was not run again'
+
+    assert note.content.startswith(expected) and 'It returned: {"text": "x"}' in note.content
+
+
+@pytest.mark.asyncio
+async def test_a_step_where_one_call_is_new_is_shown_as_the_model_wrote_it() -> None:
+    model = ScriptedModel(
+        action(call("echo", 0, text="x")), action(call("echo", 1, text="x"), call("echo", 2, text="y")),
+        answer("x and y"),
+    )  # fmt: skip
+    runtime, llm = runtime_for(model, Tools(ECHO))
+    await runtime.run(runtime.start_session("echo x and y", llm=llm).session_id)
+    step = [m for m in model.seen[2] if m.tool_calls][-1]
+    assert step.content == "Action: echo" and len(step.tool_calls) == 2
+    assert any(m.content.startswith("Not run again: echo") for m in model.seen[2])

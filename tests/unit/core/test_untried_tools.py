@@ -35,7 +35,7 @@ async def shown_for_repeat(harness: Harness) -> str:
 @pytest.mark.asyncio
 async def test_the_note_for_a_repeated_call_names_each_tool_not_called_yet_with_its_purpose() -> None:
     shown = await shown_for_repeat(Harness())
-    assert shown.startswith("Not run again: echo")
+    assert shown.startswith("You asked again for echo")
     last = shown.splitlines()[-1]
     assert last.startswith("Not called yet in this task: read_file (Read a text file of the workspace")
     assert last.endswith("; wipe (Delete things).") and "echo (" not in last
@@ -44,7 +44,7 @@ async def test_the_note_for_a_repeated_call_names_each_tool_not_called_yet_with_
 @pytest.mark.asyncio
 async def test_the_switch_off_leaves_the_note_as_it_was() -> None:
     shown = await shown_for_repeat(Harness(untried_tools=False))
-    assert shown.startswith("Not run again: echo") and "Not called yet" not in shown
+    assert shown.startswith("You asked again for echo") and "Not called yet" not in shown
 
 
 def test_nothing_is_named_once_every_tool_has_been_asked_for() -> None:
