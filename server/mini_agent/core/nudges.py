@@ -100,11 +100,16 @@ def loop_notes(
     harness = session.config.llm.harness
     if harness.known_results and record.stop_reason is None:
         turn = session.steps[session.turn_start : -1]
-        known = known_notes(turn, record, spec_of, finish, hidden=harness.hide_repeats)
+        spoken = {note.call_id for note in notes}  # the loop detector's note is the call's one answer
+        known = [
+            note
+            for note in known_notes(turn, record, spec_of, finish, hidden=harness.hide_repeats)
+            if note.call_id not in spoken
+        ]
         if known and harness.hide_repeats and not notes and len(known) == len(record.tool_calls):
             _hide_last_turn(session)
         elif known and harness.hide_repeats:  # some call runs, or the loop detector speaks: shown as asked
-            known = known_notes(turn, record, spec_of, finish)
+            known = [note for note in known_notes(turn, record, spec_of, finish) if note.call_id not in spoken]
         notes += known
     if notes and harness.untried_tools and record.stop_reason is None:
         asked = [call for step in session.steps[session.turn_start :] for call in step.tool_calls]

@@ -151,3 +151,13 @@ async def test_a_step_where_one_call_is_new_is_shown_as_the_model_wrote_it() -> 
     step = [m for m in model.seen[2] if m.tool_calls][-1]
     assert step.content == "Action: echo" and len(step.tool_calls) == 2
     assert any(m.content.startswith("Not run again: echo") for m in model.seen[2])
+
+
+@pytest.mark.asyncio
+async def test_a_call_the_loop_detector_answers_gets_that_one_answer_and_no_second() -> None:
+    model = ScriptedModel(*(action(call("echo", n, text="x")) for n in range(3)), answer("x"))
+    runtime, llm = runtime_for(model, Tools(ECHO))
+    summary = await runtime.run(runtime.start_session("echo x", llm=llm).session_id)
+    third = summary.session.steps[2].observations
+    assert len(third) == 1 and "3 times in a row" in third[0].output
+    assert sum(1 for m in model.seen[3] if m.tool_call_id == "c2") == 1  # one result for the one call
