@@ -101,15 +101,13 @@ def loop_notes(
     if harness.known_results and record.stop_reason is None:
         turn = session.steps[session.turn_start : -1]
         spoken = {note.call_id for note in notes}  # the loop detector's note is the call's one answer
-        known = [
-            note
-            for note in known_notes(turn, record, spec_of, finish, hidden=harness.hide_repeats)
-            if note.call_id not in spoken
-        ]
-        if known and harness.hide_repeats and not notes and len(known) == len(record.tool_calls):
+        whole = harness.hide_repeats and not notes
+        found = known_notes(turn, record, spec_of, finish, hidden=whole)
+        known = [note for note in found if note.call_id not in spoken]
+        if whole and known and len(known) == len(record.tool_calls):
             _hide_last_turn(session)
-        elif known and harness.hide_repeats:  # some call runs, or the loop detector speaks: shown as asked
-            known = [note for note in known_notes(turn, record, spec_of, finish) if note.call_id not in spoken]
+        elif whole and known:  # some call of the step runs: it is shown as asked, and so are the notes
+            known = known_notes(turn, record, spec_of, finish)
         notes += known
     if notes and harness.untried_tools and record.stop_reason is None:
         asked = [call for step in session.steps[session.turn_start :] for call in step.tool_calls]
