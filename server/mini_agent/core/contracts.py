@@ -339,8 +339,6 @@ class Harness:
     `grounded_values`: in json mode, a string argument that failed with a value its tool said does not
     exist, and that nothing in the turn holds, may from then on take only a value the turn has seen (the
     task's words, results, successful calls' arguments; `repair.grounded`).
-    `untried_tools`: a call that is not run again (`known_results`, or the loop detector) is told, beside
-    why, which listed tools the turn has not called yet (`loops.untried`).
     `hide_repeats`: a step whose every call is answered from an earlier result (`known_results`) is
     sent back to the model as an empty turn, its note naming the call: a small model shown its own
     repeat writes it once more.
@@ -353,7 +351,6 @@ class Harness:
     last_step: bool = True
     known_results: bool = True
     grounded_values: bool = True
-    untried_tools: bool = True
     hide_repeats: bool = True
 
 

@@ -21,9 +21,6 @@ HIDDEN_NOTE = (
     "{output}\nUse that result: call another tool or other arguments, or {finish}."
 )
 _KNOWN_LIMIT = 300  # characters of the earlier result shown again
-UNTRIED_NOTE = "\nNot called yet in this task: {tools}."
-_UNTRIED_MAX = 8  # tools named, at most
-_PURPOSE_LIMIT = 60  # characters of each one's description
 
 
 def canonical(call: ToolCall) -> str:
@@ -124,20 +121,3 @@ _MCP_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint"
 def _hints(spec: ToolSpec) -> dict[str, bool]:
     said = dict(spec.hints)
     return {**_MCP_DEFAULTS, **said} if spec.mcp_server is not None else said
-
-
-def untried(asked: Sequence[ToolCall], offered: Sequence[ToolSpec]) -> str:
-    """`llm.harness.untriedTools`: the line naming the offered tools no call of the turn (`asked`) has
-    asked for, each with the start of its description, in the order offered; empty when every tool has
-    been asked for. It makes "another tool" concrete for a model that asks again for what it has."""
-    called = {call.name for call in asked}
-    rest = [spec for spec in offered if spec.name not in called][:_UNTRIED_MAX]
-    if not rest:
-        return ""
-    return UNTRIED_NOTE.format(tools="; ".join(f"{spec.name} ({_purpose(spec)})" for spec in rest))
-
-
-def _purpose(spec: ToolSpec) -> str:
-    """The first sentence of a tool's description, cut to a few words."""
-    first = " ".join(spec.description.split()).split(". ", 1)[0].rstrip(".")
-    return first if len(first) <= _PURPOSE_LIMIT else first[:_PURPOSE_LIMIT].rsplit(" ", 1)[0] + " …"

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from mini_agent.core import answercheck, windup
 from mini_agent.core.contracts import Message, Observation, Role, StopReason, ToolSpec
-from mini_agent.core.loops import known_notes, streaks, untried
+from mini_agent.core.loops import known_notes, streaks
 from mini_agent.core.session import AgentSession, StepRecord
 
 LOOP_NOTE = (
@@ -86,8 +86,7 @@ def loop_notes(
 ) -> list[Observation]:
     """The notes that replace this step's repeated calls: the same call N times in a row is not run
     (once more ends the session, `record.stop_reason`); a call whose result the model already has in
-    this turn gets that result instead of a run (`knownResults`). Each note then names the listed tools
-    the turn has not called yet (`untriedTools`)."""
+    this turn gets that result instead of a run (`knownResults`)."""
     earlier = [step.tool_calls for step in session.steps[session.turn_start : -1]]
     threshold = session.config.loop_threshold
     notes: list[Observation] = []
@@ -109,10 +108,6 @@ def loop_notes(
         elif whole and known:  # some call of the step runs: it is shown as asked, and so are the notes
             known = known_notes(turn, record, spec_of, finish)
         notes += known
-    if notes and harness.untried_tools and record.stop_reason is None:
-        asked = [call for step in session.steps[session.turn_start :] for call in step.tool_calls]
-        line = untried(asked, session.tools)
-        notes = [replace(note, output=note.output + line) for note in notes]
     return notes
 
 
