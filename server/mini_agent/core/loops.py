@@ -9,17 +9,13 @@ from collections.abc import Callable, Sequence
 from mini_agent.core.contracts import Observation, ToolCall, ToolSpec
 from mini_agent.core.session import StepRecord
 
-KNOWN_NOTE = (
-    "Not run again: {name} was called with exactly these arguments earlier in this task, and nothing "
-    "since can have changed its result. It returned: {output}\nUse that result: call another tool or "
-    "other arguments, or {finish}."
+_SAME = (
+    "with exactly these arguments earlier in this task, and nothing since can have changed its result. "
+    "It returned: {output}\nUse that result: call another tool or other arguments, or {finish}."
 )
-# the same, for a repeat the model is not shown again (`hide_repeats`): the note names the call
-HIDDEN_NOTE = (
-    "You asked again for {name} with {arguments}. It was not run again: it was called with exactly "
-    "these arguments earlier in this task, and nothing since can have changed its result. It returned: "
-    "{output}\nUse that result: call another tool or other arguments, or {finish}."
-)
+KNOWN_NOTE = "Not run again: {name} was called " + _SAME
+# for a repeat the model is not shown again (`hide_repeats`): the note names the call
+HIDDEN_NOTE = "You asked again for {name} with {arguments}. It was not run again: it was called " + _SAME
 _KNOWN_LIMIT = 300  # characters of the earlier result shown again
 
 
@@ -72,39 +68,42 @@ def known_result(
     return None
 
 
-def known_notes(
-    earlier: Sequence[StepRecord],
-    record: StepRecord,
-    tools: Callable[[str], ToolSpec | None],
-    finish: str,
-    *,
-    hidden: bool = False,
-) -> list[Observation]:
-    """`llm.harness.knownResults`: for each call of `record` (the step just asked for, `earlier` the
-    turn's steps before it) identical to one whose result the model already has (`known_result`), the
-    error observation that stands for its run: the earlier result, and to use it. A call already
-    answered, to a tool the daemon does not have, or to one declared open-world is left to run (an MCP
-    tool is open-world, and may write, unless its server says otherwise: MCP's defaults). `hidden`: the
-    step is not shown to the model again, so each note names its call (`hide_repeats`)."""
+def known_calls(
+    earlier: Sequence[StepRecord], record: StepRecord, tools: Callable[[str], ToolSpec | None]
+) -> list[tuple[ToolCall, Observation]]:
+    """`llm.harness.knownResults`: each call of `record` (the step just asked for, `earlier` the turn's
+    steps before it) identical to one whose result the model already has (`known_result`), with that
+    result. A call already answered, to a tool the daemon does not have, or to one declared open-world
+    is left to run (an MCP tool is open-world, and may write, unless its server says otherwise: MCP's
+    defaults)."""
     answered = {obs.call_id for obs in record.observations}
 
     def changes_state(name: str) -> bool:
         spec = tools(name)
         return spec is None or spec.requires_approval or _declares_writes(spec)
 
-    notes: list[Observation] = []
+    known: list[tuple[ToolCall, Observation]] = []
     for position, call in enumerate(record.tool_calls):
         spec = tools(call.name)
         if call.id in answered or spec is None or _hints(spec).get("openWorldHint"):
             continue
         found = known_result(earlier, record.tool_calls[:position], call, changes_state)
         if found is not None:
-            output = found.output[:_KNOWN_LIMIT] + (" …" if len(found.output) > _KNOWN_LIMIT else "")
-            template = HIDDEN_NOTE if hidden else KNOWN_NOTE
-            arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)[:_KNOWN_LIMIT]
-            text = template.format(name=call.name, arguments=arguments, output=output, finish=finish)
-            notes.append(Observation(call.id, call.name, text, is_error=True))
-    return notes
+            known.append((call, found))
+    return known
+
+
+def known_note(call: ToolCall, found: Observation, finish: str, *, hidden: bool = False) -> Observation:
+    """The error observation that stands for the run of `call`: the earlier result, and to use it;
+    `hidden`: the model is not shown its repeat again, so the note names the call (`hide_repeats`)."""
+    arguments = _cut(json.dumps(call.arguments, ensure_ascii=False, default=str))
+    template = HIDDEN_NOTE if hidden else KNOWN_NOTE
+    text = template.format(name=call.name, arguments=arguments, output=_cut(found.output), finish=finish)
+    return Observation(call.id, call.name, text, is_error=True)
+
+
+def _cut(text: str) -> str:
+    return text[:_KNOWN_LIMIT] + (" …" if len(text) > _KNOWN_LIMIT else "")
 
 
 def _declares_writes(spec: ToolSpec) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from mini_agent.core import answercheck, windup
 from mini_agent.core.contracts import Message, Observation, Role, StopReason, ToolSpec
-from mini_agent.core.loops import known_notes, streaks
+from mini_agent.core.loops import known_calls, known_note, streaks
 from mini_agent.core.session import AgentSession, StepRecord
 
 LOOP_NOTE = (
@@ -100,14 +100,12 @@ def loop_notes(
     if harness.known_results and record.stop_reason is None:
         turn = session.steps[session.turn_start : -1]
         spoken = {note.call_id for note in notes}  # the loop detector's note is the call's one answer
-        whole = harness.hide_repeats and not notes
-        found = known_notes(turn, record, spec_of, finish, hidden=whole)
-        known = [note for note in found if note.call_id not in spoken]
-        if whole and known and len(known) == len(record.tool_calls):
+        known = [(call, found) for call, found in known_calls(turn, record, spec_of) if call.id not in spoken]
+        # a step answered whole goes back to the model empty, its notes naming the calls
+        hide = harness.hide_repeats and not notes and bool(known) and len(known) == len(record.tool_calls)
+        if hide:
             _hide_last_turn(session)
-        elif whole and known:  # some call of the step runs: it is shown as asked, and so are the notes
-            known = known_notes(turn, record, spec_of, finish)
-        notes += known
+        notes += [known_note(call, found, finish, hidden=hide) for call, found in known]
     return notes
 
 

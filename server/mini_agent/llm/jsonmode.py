@@ -132,8 +132,7 @@ def _meets_strict(schema: Any) -> bool:
 # --- the incremental thought reader --------------------------------------------------------------
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_STRING_SPECIAL = re.compile(r'["\\]')  # what ends a plain run inside a thought string
-_SKIP_SPECIAL = re.compile(r'["\\]')  # what matters inside a string that is skipped
+_STRING_SPECIAL = re.compile(r'["\\]')  # what ends a plain run inside a string: its end or an escape
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _WHITESPACE = " \t\r\n"
 _REPLACEMENT = "\ufffd"
@@ -226,7 +225,7 @@ class ThoughtScanner:
                 self._escaped = False
                 pos += 1
                 continue
-            found = _SKIP_SPECIAL.search(text, pos)
+            found = _STRING_SPECIAL.search(text, pos)
             end = found.start() if found else len(text)
             if self._key is not None:
                 self._key.append(text[pos:end])

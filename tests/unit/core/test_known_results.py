@@ -133,10 +133,8 @@ async def test_a_repeat_answered_whole_goes_back_to_the_model_empty_with_a_note_
     repeat, note = model.seen[2][-2:]
     assert repeat.content == ("" if hide else "Action: echo")
     assert [c.name for c in repeat.tool_calls] == ["echo"]  # kept for a server that pairs results with calls
-    expected = "Not run again"
-    if hide:
-        expected = 'You asked again for echo with {"text": "x"}. It was not run again'
-
+    asked = 'You asked again for echo with {"text": "x"}. It was not run again'
+    expected = asked if hide else "Not run again"
     assert note.content.startswith(expected) and 'It returned: {"text": "x"}' in note.content
 
 
