@@ -74,7 +74,7 @@ log = logging.getLogger(__name__)
 TITLE_CHARS = 80
 PAGE = 50
 STOP_NOTES = {
-    StopReason.MAX_TURN_REQUESTS: "Stopped: this prompt used up its step budget ({max_steps} model turns).",
+    StopReason.MAX_TURN_REQUESTS: "Stopped: this prompt used up its step budget ({max_steps} steps).",
     StopReason.LOOP_DETECTED: "Stopped: the model repeated the same tool call with the same arguments.",
 }
 

@@ -342,6 +342,8 @@ class Harness:
     `hide_repeats`: a step whose every call is answered from an earlier result (`known_results`) is
     sent back to the model as an empty turn, its note naming the call: a small model shown its own
     repeat writes it once more.
+    `free_slip`: a reply the daemon could not read as a call or an answer (a format error) does not
+    count against the step budget, once a user turn (`windup.used`).
     """
 
     text_calls: bool = True
@@ -352,6 +354,7 @@ class Harness:
     known_results: bool = True
     grounded_values: bool = True
     hide_repeats: bool = True
+    free_slip: bool = True
 
 
 @dataclass(frozen=True, slots=True)

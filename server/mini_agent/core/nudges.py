@@ -33,7 +33,7 @@ def another_look(session: AgentSession, record: StepRecord, finish: str) -> str 
     turn = session.steps[session.turn_start :]
     if (
         not session.config.llm.harness.final_check
-        or len(session.steps) - session.turn_start >= session.config.max_steps
+        or windup.spent(session)
         or answercheck.checked(turn)
     ):
         return None
@@ -62,7 +62,6 @@ def last_step(session: AgentSession, record: StepRecord, finish: str) -> str | N
     """`lastStep` (`windup`): a step after which one model turn of the budget is left, its calls all
     answered, ends with the note that the next turn is the last and is for the answer (not after the
     final check's note, which asks for the answer already). Returns the status message when noted."""
-    turn = session.steps[session.turn_start :]
     if (
         not session.config.llm.harness.last_step
         or session.finished
@@ -72,7 +71,7 @@ def last_step(session: AgentSession, record: StepRecord, finish: str) -> str | N
         or record.open_calls()
         or answercheck.checked([record])
         or windup.noted(record)
-        or not windup.is_last(turn, session.config.max_steps)
+        or not windup.is_last(session)
     ):
         return None
     text = windup.NOTE.format(finish=finish)

@@ -112,7 +112,7 @@ class Stepper:
         if last is not None and last.open_calls():
             record = last
         else:
-            if len(session.steps) - session.turn_start >= session.config.max_steps:
+            if windup.spent(session):
                 session.finish(StopReason.MAX_TURN_REQUESTS)
                 return StepRecord(index=len(session.steps), stop_reason=StopReason.MAX_TURN_REQUESTS)
             record = await self._model_turn(session, flight)
@@ -144,7 +144,7 @@ class Stepper:
         leave_out = repair.pinned(turn, self._tools.get, task) if hints else {}
         rest = repair.resting(turn) if hints else ()
         only = repair.grounded(turn, task) if session.config.llm.harness.grounded_values else {}
-        answer_only = session.config.llm.harness.last_step and windup.is_last(turn, session.config.max_steps)
+        answer_only = session.config.llm.harness.last_step and windup.is_last(session)
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
             reply = self._llm.generate(
@@ -202,7 +202,7 @@ class Stepper:
             session.finish(reason, record.final_answer)
         elif response.format_error is not None or not response.tool_calls:
             error = response.format_error or NO_ACTION
-            observation = Observation(f"format-{index}", "", error, is_error=True)
+            observation = Observation(f"{windup.FORMAT_PREFIX}{index}", "", error, is_error=True)
             record.observations.append(observation)
             session.messages.append(Message(Role.TOOL, error))
         else:
@@ -339,7 +339,7 @@ class Stepper:
         if (
             not session.finished
             and record.stop_reason is None
-            and len(session.steps) - session.turn_start >= session.config.max_steps
+            and windup.spent(session)
         ):
             record.stop_reason = StopReason.MAX_TURN_REQUESTS
             session.finish(StopReason.MAX_TURN_REQUESTS)

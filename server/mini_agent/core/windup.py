@@ -5,15 +5,22 @@ budget ends with no answer at all, the results it fetched thrown away. Before th
 turn the model is told that this turn is its last and must answer from the results it has; a model
 adapter that can hold a reply to a form (json mode's grammar, OpenAI's `tool_choice: "none"`) makes
 that turn the final answer. The turn is one of the budget's: the budget is not stretched. A model that
-still calls a tool on it has the call run and the turn ends on the budget, as before. Pure: no I/O.
+still calls a tool on it has the call run and the turn ends on the budget, as before.
+
+What the budget counts (`used`): the user turn's model turns, less one slip (`llm.harness.freeSlip`). A
+slip is a reply the daemon could not read as a call or an answer (a format error): nothing ran, and the
+model is only told how to write it. A small model often slips once on its first turn and then writes
+the format right; without the allowance that one slip costs a task with a tight budget its last step.
+One a turn, so a model that cannot write the format still ends on the budget, one model request later.
+Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from mini_agent.core.session import AgentSession, StepRecord
 
-from mini_agent.core.session import StepRecord
-
+FORMAT_PREFIX = "format-"  # the call id of a slip's observation (the format error the model reads)
+FREE_SLIPS = 1  # slips a user turn does not count against its budget (`freeSlip`)
 NOTE_PREFIX = "last-step-"
 NOTE = (
     "This is your last step: the step budget ends with this turn, so no tool call can be run after it. "
@@ -22,10 +29,32 @@ NOTE = (
 STATUS = "The next model turn is the budget's last: the model is told to answer (llm.harness.lastStep)."
 
 
-def is_last(turn: Sequence[StepRecord], max_steps: int) -> bool:
-    """Whether the next model turn of a user turn that has taken `turn` is its budget's last (a budget
-    of one step is all answer, and is left alone: the model has not been told anything yet)."""
-    return max_steps >= 2 and len(turn) == max_steps - 1
+def slipped(record: StepRecord) -> bool:
+    """Whether `record` is a slip: a model turn that ran nothing and answered nothing, its one
+    observation the format error the model is shown."""
+    return (
+        not record.tool_calls
+        and record.final_answer is None
+        and any(obs.call_id.startswith(FORMAT_PREFIX) for obs in record.observations)
+    )
+
+
+def used(session: AgentSession) -> int:
+    """The steps of the budget the current user turn has used: its model turns, less its free slips."""
+    turn = session.steps[session.turn_start :]
+    free = FREE_SLIPS if session.config.llm.harness.free_slip else 0
+    return len(turn) - min(free, sum(map(slipped, turn)))
+
+
+def spent(session: AgentSession) -> bool:
+    """Whether the current user turn has used its whole step budget."""
+    return used(session) >= session.config.max_steps
+
+
+def is_last(session: AgentSession) -> bool:
+    """Whether the current user turn's next model turn is its budget's last (a budget of one step is
+    all answer, and is left alone: the model has not been told anything yet)."""
+    return session.config.max_steps >= 2 and used(session) == session.config.max_steps - 1
 
 
 def noted(record: StepRecord) -> bool:

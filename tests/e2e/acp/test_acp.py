@@ -166,7 +166,7 @@ async def test_step_budget_and_a_repeated_call_end_the_turn_with_max_turn_reques
             loop = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             repeated = await conn.prompt(session_id=loop.session_id, prompt=text("list forever"))
     assert out_of_steps.stop_reason == repeated.stop_reason == "max_turn_requests"
-    assert "step budget (2 model turns)" in said(recorder.of(budget.session_id))
+    assert "step budget (2 steps)" in said(recorder.of(budget.session_id))
     assert "repeated the same tool call" in said(looped.of(loop.session_id))
 
 
