@@ -344,6 +344,8 @@ class Harness:
     repeat writes it once more.
     `free_slip`: a reply the daemon could not read as a call or an answer (a format error) does not
     count against the step budget, once a user turn (`windup.used`).
+    `change_check`: a final answer that says something was changed, in a turn where no tool that changes
+    anything ran, gets one more turn, the model told so (`changecheck`).
     """
 
     text_calls: bool = True
@@ -355,6 +357,7 @@ class Harness:
     grounded_values: bool = True
     hide_repeats: bool = True
     free_slip: bool = True
+    change_check: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,7 @@ def known_calls(
 
     def changes_state(name: str) -> bool:
         spec = tools(name)
-        return spec is None or spec.requires_approval or _declares_writes(spec)
+        return spec is None or writes(spec)
 
     known: list[tuple[ToolCall, Observation]] = []
     for position, call in enumerate(record.tool_calls):
@@ -106,10 +106,11 @@ def _cut(text: str) -> str:
     return text[:_KNOWN_LIMIT] + (" …" if len(text) > _KNOWN_LIMIT else "")
 
 
-def _declares_writes(spec: ToolSpec) -> bool:
-    """Whether a tool may change state by its hints: declared not read-only, or destructive."""
+def writes(spec: ToolSpec) -> bool:
+    """Whether a tool may change state: it needs approval, or is declared not read-only, or destructive
+    (an MCP tool is, unless its server says otherwise)."""
     hints = _hints(spec)
-    return hints.get("readOnlyHint") is False or bool(hints.get("destructiveHint"))
+    return spec.requires_approval or hints.get("readOnlyHint") is False or bool(hints.get("destructiveHint"))
 
 
 # MCP's defaults for the hints a server leaves out (the spec's `ToolAnnotations`): such a tool may write,

@@ -10,10 +10,11 @@ the stepper emits the events. `finish` is the current tool mode's words for givi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
-from mini_agent.core import answercheck, windup
+from mini_agent.core import answercheck, changecheck, windup
 from mini_agent.core.contracts import Message, Observation, Role, StopReason, ToolSpec
 from mini_agent.core.loops import known_calls, known_note, streaks
 from mini_agent.core.session import AgentSession, StepRecord
@@ -31,31 +32,55 @@ def another_look(session: AgentSession, record: StepRecord, finish: str) -> str 
     task and what it left out, and the turn goes on; once a turn, and only with a step of the budget
     left for the answer. Returns the status message when it held the answer back."""
     turn = session.steps[session.turn_start :]
-    if (
-        not session.config.llm.harness.final_check
-        or windup.spent(session)
-        or answercheck.checked(turn)
-    ):
+    if not session.config.llm.harness.final_check or windup.spent(session) or answercheck.checked(turn):
         return None
     task = answercheck.current_task(session.messages)
     wanted = answercheck.wanted_results(turn, record.final_answer or "", task)
     if not wanted:
         return None
-    text = answercheck.note(task, wanted, finish)
-    record.final_answer = None
-    # the draft stays the step's completion but is not sent again: a small model shown its own half
-    # answer writes it once more; this message was never part of a request, so the history sent so
-    # far is untouched (the prefix cache holds)
-    session.messages[-1] = Message(Role.ASSISTANT, "")
     words = {"answer_with": list(answercheck.answer_words(wanted))}
-    check_id = f"{answercheck.CHECK_PREFIX}{record.index}"
-    record.observations.append(Observation(check_id, "", text, structured=words))
-    session.messages.append(Message(Role.TOOL, text))
+    text = answercheck.note(task, wanted, finish)
+    _hold_back(session, record, f"{answercheck.CHECK_PREFIX}{record.index}", text, words)
     names = ", ".join(item.name for item in answercheck.left_out(wanted))
     return (
         f"The answer does not use what {names} returned: the model is shown the task again "
         "for one more turn (llm.harness.finalCheck)."
     )
+
+
+def change_look(
+    session: AgentSession, record: StepRecord, finish: str, tools: Sequence[ToolSpec]
+) -> str | None:
+    """The change check (`changeCheck`, `changecheck`): when this turn's answer says something was
+    changed and no tool that changes anything ran, the answer is held back as the final check holds
+    one, the model is told so, and the turn goes on; once a turn, with a step of the budget left.
+    Returns the status message when it held the answer back."""
+    turn = session.steps[session.turn_start :]
+    if not session.config.llm.harness.change_check or windup.spent(session) or changecheck.checked(turn):
+        return None
+    writers = changecheck.unbacked(turn, record.final_answer or "", tools)
+    if not writers:
+        return None
+    text = changecheck.note(answercheck.current_task(session.messages), writers, finish)
+    _hold_back(session, record, f"{changecheck.CHECK_PREFIX}{record.index}", text)
+    return changecheck.STATUS
+
+
+def _hold_back(
+    session: AgentSession,
+    record: StepRecord,
+    check_id: str,
+    text: str,
+    structured: dict[str, Any] | None = None,
+) -> None:
+    """Hold back `record`'s answer: it stays the step's completion as a draft, but the model is sent an
+    empty assistant turn in its place (a small model shown its own draft writes it once more; this
+    message was never part of a request, so the history sent so far is untouched and the prefix cache
+    holds), and `text` after it, the check's note, kept in the record under `check_id`."""
+    record.final_answer = None
+    session.messages[-1] = Message(Role.ASSISTANT, "")
+    record.observations.append(Observation(check_id, "", text, structured=structured))
+    session.messages.append(Message(Role.TOOL, text))
 
 
 def last_step(session: AgentSession, record: StepRecord, finish: str) -> str | None:
@@ -70,6 +95,7 @@ def last_step(session: AgentSession, record: StepRecord, finish: str) -> str | N
         or record is not session.steps[-1]
         or record.open_calls()
         or answercheck.checked([record])
+        or changecheck.checked([record])
         or windup.noted(record)
         or not windup.is_last(session)
     ):

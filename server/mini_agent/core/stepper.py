@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 
-from mini_agent.core import answercheck, nudges, repair, windup
+from mini_agent.core import answercheck, changecheck, nudges, repair, windup
 from mini_agent.core.approvals import Approvals, pending_for
 from mini_agent.core.budget import spent_on_context, too_long, window_use
 from mini_agent.core.checkpoints import Checkpoints
@@ -144,7 +144,11 @@ class Stepper:
         leave_out = repair.pinned(turn, self._tools.get, task) if hints else {}
         rest = repair.resting(turn) if hints else ()
         only = repair.grounded(turn, task) if session.config.llm.harness.grounded_values else {}
-        answer_only = session.config.llm.harness.last_step and windup.is_last(session)
+        answer_only = (
+            session.config.llm.harness.last_step
+            and windup.is_last(session)
+            and not (last is not None and changecheck.checked([last]))  # it was told to make a change
+        )
         for force in (False, True):  # a refusal for length gets one compaction and one retry
             request = await flight.race(self._context.prepare(session, index, llm_config, force=force))
             reply = self._llm.generate(
@@ -191,10 +195,8 @@ class Stepper:
         session.messages.append(Message(Role.ASSISTANT, response.content, tool_calls=response.tool_calls))
         session.usage = session.usage + response.usage + spent_on_context(record)
         self._emit(UsageReported(sid, index, record.usage, session.usage, *window_use(record)))
-        if answered(record) and response.refusal is None and self._told(
-            session, record, nudges.another_look(session, record, self._finish(record))
-        ):
-            pass  # the answer left a result out: the model gets the task again, and one more turn
+        if answered(record) and response.refusal is None and self._second_look(session, record):
+            pass  # the answer was held back: the model gets the task again, and one more turn
         elif answered(record):
             self._emit(AnswerChunk(sid, index, record.final_answer or ""))
             reason = StopReason.END_TURN if response.refusal is None else StopReason.REFUSAL
@@ -356,6 +358,14 @@ class Stepper:
             StatusChanged(session.session_id, record.index, session.status, record.stop_reason, record.error)
         )
         return record
+
+    def _second_look(self, session: AgentSession, record: StepRecord) -> bool:
+        """Whether a check held back this step's answer (a claimed change no tool made, then a left-out
+        result); it said so to the person."""
+        finish = self._finish(record)
+        return self._told(
+            session, record, nudges.change_look(session, record, finish, self._tools.list_tools())
+        ) or self._told(session, record, nudges.another_look(session, record, finish))
 
     def _told(self, session: AgentSession, record: StepRecord, message: str | None) -> bool:
         """Tell the person `message` as a status entry of this step; whether there was one."""
