@@ -135,6 +135,10 @@ def trace_step(step: dict[str, Any]) -> dict[str, Any]:
                    "isError": outputs.get(c["id"], {}).get("isError")} for c in step.get("toolCalls", [])],
         "formatErrors": [str(o["output"])[:TRACE_CHARS] for o in step.get("observations", [])
                          if str(o["toolCallId"]).startswith("format-")],
+        # what the loop told the model outside any call: the final check, the change check, the last step
+        "notes": [str(o["toolCallId"]).rsplit("-", 1)[0] for o in step.get("observations", [])
+                  if o["toolCallId"] not in {c["id"] for c in step.get("toolCalls", [])}
+                  and not str(o["toolCallId"]).startswith("format-")],
         "finalAnswer": step.get("finalAnswer"), "usage": step.get("usage"), "error": step.get("error"),
     }
 
