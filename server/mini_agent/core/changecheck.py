@@ -1,7 +1,9 @@
-"""The change check: an answer that says something was changed, in a turn where nothing was.
+"""The change check: an answer that says something was changed, or how to change it, in a turn where
+nothing was.
 
 A small model asked for an edit often looks at the file and then answers as if it had made the edit
-("The VAT rate has been changed to 0.25"), with no call to a tool that changes anything. Before such an
+("The VAT rate has been changed to 0.25"), or tells the user which tool to call with which arguments
+("you can use `replace_in_file` with …"), with no call to a tool that changes anything. Before such an
 answer is taken it is held back, as the final check holds one back (the model is not shown it again),
 and the model is told that no tool that changes anything has run in this turn, which listed tools
 can, and the task again: it makes the change, or answers again. Once a turn, and only with a step of
@@ -9,9 +11,10 @@ the budget left; the turn after it may call tools even when it is the budget's l
 not hold it to an answer).
 
 "Says something was changed" is read off the words, in English: "has been renamed", "I updated",
-"is now 0.25". "A tool that changes anything" is one that needs approval or is declared not read-only
-or destructive (`loops.writes`). A turn with a successful call to such a tool is left alone, and so
-is a session whose tools hold none (nothing the model could have used). Pure: no I/O.
+"is now 0.25"; "how to change it", off the name of a tool that changes things, as a word of the answer.
+"A tool that changes anything" is one that needs approval or is declared not read-only or destructive
+(`loops.writes`). A turn with a successful call to such a tool is left alone, and so is a session
+whose tools hold none (nothing the model could have used). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -25,15 +28,16 @@ from mini_agent.core.session import StepRecord
 
 CHECK_PREFIX = "change-"
 NOTE = (
-    "Before you finish: your answer says that something was changed, but no tool that changes anything "
-    "has run in this task, so nothing has changed yet. The tools that can: {tools}.\n"
+    "Before you finish: your answer says that something was changed, or how to change it, but no tool that "
+    "changes anything has run in this task, so nothing has changed yet. The tools that can, which you call "
+    "yourself: {tools}.\n"
     "The task was: {task}\n"
     "If it asks for a change, make it now with one of those tools; if it does not, {finish} without "
     "saying that anything changed."
 )
 STATUS = (
-    "The answer says something was changed, but no tool that changes anything ran: the model is told so "
-    "for one more turn (llm.harness.changeCheck)."
+    "The answer says something was changed, or how to change it, but no tool that changes anything ran: "
+    "the model is told so for one more turn (llm.harness.changeCheck)."
 )
 _DONE = (
     r"changed|renamed|updated|replaced|modified|edited|set|added|appended|inserted|removed|deleted|"
@@ -45,6 +49,7 @@ _CLAIM = re.compile(
     r"|\b(?:is|are)\s+now\b",
     re.IGNORECASE,
 )
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*[A-Za-z0-9_]|[A-Za-z0-9_]")
 
 
 def claims_change(answer: str) -> bool:
@@ -52,11 +57,18 @@ def claims_change(answer: str) -> bool:
     return _CLAIM.search(answer) is not None
 
 
+def names_a_tool(answer: str, names: Iterable[str]) -> bool:
+    """Whether `answer` holds one of `names` as a word of its own (any case)."""
+    words = {word.lower() for word in _WORD.findall(answer)}
+    return any(name.lower() in words for name in names)
+
+
 def unbacked(turn: Sequence[StepRecord], answer: str, tools: Iterable[ToolSpec]) -> list[str]:
-    """The names of the listed tools that change things, when `answer` claims a change and no call to
-    such a tool succeeded in `turn`; empty otherwise (no claim, a change made, no such tool)."""
+    """The names of the listed tools that change things, when `answer` claims a change or names one of
+    them and no call to such a tool succeeded in `turn`; empty otherwise (neither, a change made, no
+    such tool)."""
     writers = [spec.name for spec in tools if writes(spec)]
-    if not writers or not claims_change(answer):
+    if not writers or not (claims_change(answer) or names_a_tool(answer, writers)):
         return []
     for record in turn:
         failed = {obs.call_id for obs in record.observations if obs.is_error}

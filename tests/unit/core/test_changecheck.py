@@ -64,6 +64,16 @@ def test_a_claim_with_no_call_to_a_tool_that_changes_things_is_unbacked_and_name
     assert changecheck.unbacked(turn, CLAIM, [ECHO, READ_ONLY, RISKY, NOT_READ_ONLY]) == ["wipe", "put"]
 
 
+def test_an_answer_that_tells_which_tool_to_call_is_unbacked_too() -> None:
+    turn = [record_of(("echo", "x", False))]
+    told = 'You can use the `replace_in_file` tool: {"path": "a.py", "old": "0.2", "new": "0.25"}'
+    writer = ToolSpec("replace_in_file", "Replace.", NO_ARGUMENTS, requires_approval=True)
+    assert changecheck.unbacked(turn, told, [ECHO, writer]) == ["replace_in_file"]
+    assert changecheck.unbacked(turn, 'Replace_in_file, {"path": "a.py"}', [writer]) == ["replace_in_file"]
+    # the name as part of another word is not the name
+    assert changecheck.unbacked(turn, "See replace_in_file_docs.md.", [writer]) == []
+
+
 def test_a_claim_after_a_successful_change_or_without_a_tool_that_could_make_one_is_left_alone() -> None:
     assert changecheck.unbacked([record_of(("wipe", "done", False))], CLAIM, [RISKY]) == []
     assert changecheck.unbacked([record_of(("echo", "x", False))], CLAIM, [ECHO, READ_ONLY]) == []
@@ -92,7 +102,8 @@ async def test_a_claimed_change_no_tool_made_is_held_back_and_the_model_told_whi
     assert draft.final_answer is None and "has been wiped" in draft.completion
     note = model.seen[1][-1]
     assert note.role is Role.TOOL and "no tool that changes anything has run" in note.content
-    assert "The tools that can: wipe." in note.content and "The task was: Wipe the cache." in note.content
+    assert "The tools that can, which you call yourself: wipe." in note.content
+    assert "The task was: Wipe the cache." in note.content
     # the held-back draft is not sent again
     assert model.seen[1][-2] == Message(Role.ASSISTANT, "")
     assert any(isinstance(e, StatusChanged) and e.message and "changeCheck" in e.message for e in events)
