@@ -342,8 +342,6 @@ class Harness:
     `hide_repeats`: a step whose every call is answered from an earlier result (`known_results`) is
     sent back to the model as an empty turn, its note naming the call: a small model shown its own
     repeat writes it once more.
-    `free_slip`: a reply the daemon could not read as a call or an answer (a format error) does not
-    count against the step budget, once a user turn (`windup.used`).
     `change_check`: a final answer that says something was changed, in a turn where no tool that changes
     anything ran, gets one more turn, the model told so (`changecheck`).
     """
@@ -356,7 +354,6 @@ class Harness:
     known_results: bool = True
     grounded_values: bool = True
     hide_repeats: bool = True
-    free_slip: bool = True
     change_check: bool = True
 
 

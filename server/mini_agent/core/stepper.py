@@ -204,7 +204,7 @@ class Stepper:
             session.finish(reason, record.final_answer)
         elif response.format_error is not None or not response.tool_calls:
             error = response.format_error or NO_ACTION
-            observation = Observation(f"{windup.FORMAT_PREFIX}{index}", "", error, is_error=True)
+            observation = Observation(f"format-{index}", "", error, is_error=True)
             record.observations.append(observation)
             session.messages.append(Message(Role.TOOL, error))
         else:

@@ -5,22 +5,14 @@ budget ends with no answer at all, the results it fetched thrown away. Before th
 turn the model is told that this turn is its last and must answer from the results it has; a model
 adapter that can hold a reply to a form (json mode's grammar, OpenAI's `tool_choice: "none"`) makes
 that turn the final answer. The turn is one of the budget's: the budget is not stretched. A model that
-still calls a tool on it has the call run and the turn ends on the budget, as before.
-
-What the budget counts (`used`): the user turn's model turns, less one slip (`llm.harness.freeSlip`). A
-slip is a reply the daemon could not read as a call or an answer (a format error): nothing ran, and the
-model is only told how to write it. A small model often slips once on its first turn and then writes
-the format right; without the allowance that one slip costs a task with a tight budget its last step.
-One a turn, so a model that cannot write the format still ends on the budget, one model request later.
-Pure: no I/O.
+still calls a tool on it has the call run and the turn ends on the budget, as before. What the budget
+counts (`used`) is the user turn's model turns, a reply that broke the format included. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from mini_agent.core.session import AgentSession, StepRecord
 
-FORMAT_PREFIX = "format-"  # the call id of a slip's observation (the format error the model reads)
-FREE_SLIPS = 1  # slips a user turn does not count against its budget (`freeSlip`)
 NOTE_PREFIX = "last-step-"
 NOTE = (
     "This is your last step: the step budget ends with this turn, so no tool call can be run after it. "
@@ -29,21 +21,9 @@ NOTE = (
 STATUS = "The next model turn is the budget's last: the model is told to answer (llm.harness.lastStep)."
 
 
-def slipped(record: StepRecord) -> bool:
-    """Whether `record` is a slip: a model turn that ran nothing and answered nothing, its one
-    observation the format error the model is shown."""
-    return (
-        not record.tool_calls
-        and record.final_answer is None
-        and any(obs.call_id.startswith(FORMAT_PREFIX) for obs in record.observations)
-    )
-
-
 def used(session: AgentSession) -> int:
-    """The steps of the budget the current user turn has used: its model turns, less its free slips."""
-    turn = session.steps[session.turn_start :]
-    free = FREE_SLIPS if session.config.llm.harness.free_slip else 0
-    return len(turn) - min(free, sum(map(slipped, turn)))
+    """The steps of the budget the current user turn has used: its model turns."""
+    return len(session.steps) - session.turn_start
 
 
 def spent(session: AgentSession) -> bool:

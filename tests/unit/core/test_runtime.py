@@ -99,37 +99,6 @@ async def test_step_budget_finishes_with_max_turn_requests() -> None:
     assert summary.session.stop_reason is StopReason.MAX_TURN_REQUESTS and len(summary.session.steps) == 3
 
 
-def slip() -> LLMResponse:
-    return LLMResponse(content="Action: echo", format_error="Format error: the Action Input line is missing.")
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("free_slip", [True, False])
-async def test_one_slip_a_turn_does_not_count_against_the_step_budget(free_slip: bool) -> None:
-    a, b = action(call("echo", 1, text="a")), action(call("echo", 2, text="b"))
-    replies = [slip(), a, slip(), b, answer("ab")]
-    runtime, _ = build(ScriptedModel(*replies), Tools(ECHO), max_steps=3)
-    llm = dataclasses.replace(LLMConfig(), harness=Harness(free_slip=free_slip, last_step=False))
-    summary = await runtime.run(runtime.start_session("budget", llm=llm).session_id)
-    steps = summary.session.steps
-    assert steps[0].observations[0].output.startswith("Format error") and not steps[0].tool_calls
-    if free_slip:  # the first slip is free, the second counts: four model turns for a budget of three
-        assert summary.stop_reason is StopReason.MAX_TURN_REQUESTS and len(steps) == 4
-        assert steps[3].observations[0].output == '{"text": "b"}'
-    else:
-        assert summary.stop_reason is StopReason.MAX_TURN_REQUESTS and len(steps) == 3
-
-
-@pytest.mark.asyncio
-async def test_after_a_free_slip_the_last_step_note_comes_one_model_turn_later() -> None:
-    model = ScriptedModel(slip(), action(call("echo", 1, text="a")), answer("a"))
-    runtime, _ = build(model, Tools(ECHO), max_steps=2)
-    summary = await runtime.run(runtime.start_session("budget").session_id)
-    assert summary.stop_reason is StopReason.END_TURN and summary.session.final_answer == "a"
-    assert [asked.get("answer_only") for asked in model.asked] == [False, False, True]
-    assert "This is your last step" in model.seen[2][-1].content
-
-
 @pytest.mark.asyncio
 async def test_model_error_ends_the_step_and_leaves_the_session_ready() -> None:
     model = ScriptedModel(LLMError("http://x/v1/chat/completions answered 500", status=500), answer("ok"))
