@@ -52,9 +52,9 @@ def change_look(
     session: AgentSession, record: StepRecord, finish: str, tools: Sequence[ToolSpec]
 ) -> str | None:
     """The change check (`changeCheck`, `changecheck`): when this turn's answer says something was
-    changed and no tool that changes anything ran, the answer is held back as the final check holds
-    one, the model is told so, and the turn goes on; once a turn, with a step of the budget left.
-    Returns the status message when it held the answer back."""
+    changed, or names a tool that would change it, and no tool that changes anything ran, the answer
+    is held back as the final check holds one, the model is told so, and the turn goes on; once a
+    turn, with a step of the budget left. Returns the status message when it held the answer back."""
     turn = session.steps[session.turn_start :]
     if not session.config.llm.harness.change_check or windup.spent(session) or changecheck.checked(turn):
         return None
