@@ -65,16 +65,18 @@ def names_a_tool(answer: str, names: Iterable[str]) -> bool:
 
 def unbacked(turn: Sequence[StepRecord], answer: str, tools: Iterable[ToolSpec]) -> list[str]:
     """The names of the listed tools that change things, when `answer` claims a change or names one of
-    them and no call to such a tool succeeded in `turn`; empty otherwise (neither, a change made, no
-    such tool)."""
+    them not called in `turn`, and no call to such a tool succeeded in `turn`; empty otherwise (neither,
+    a change made, no such tool)."""
     writers = [spec.name for spec in tools if writes(spec)]
-    if not writers or not (claims_change(answer) or names_a_tool(answer, writers)):
-        return []
+    called = {call.name for record in turn for call in record.tool_calls}
     for record in turn:
         failed = {obs.call_id for obs in record.observations if obs.is_error}
         if any(call.name in writers and call.id not in failed for call in record.tool_calls):
             return []
-    return writers
+    # a tool that was called and failed may be named: the answer reports its failure
+    if writers and (claims_change(answer) or names_a_tool(answer, set(writers) - called)):
+        return writers
+    return []
 
 
 def note(task: str, writers: Sequence[str], finish: str) -> str:

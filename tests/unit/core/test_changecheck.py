@@ -70,6 +70,9 @@ def test_an_answer_that_tells_which_tool_to_call_is_unbacked_too() -> None:
     writer = ToolSpec("replace_in_file", "Replace.", NO_ARGUMENTS, requires_approval=True)
     assert changecheck.unbacked(turn, told, [ECHO, writer]) == ["replace_in_file"]
     assert changecheck.unbacked(turn, 'Replace_in_file, {"path": "a.py"}', [writer]) == ["replace_in_file"]
+    # an answer that reports the failure of a call it made names the tool: that is no advice to call it
+    failed = [record_of(("replace_in_file", "replace_in_file raised ValueError", True))]
+    assert changecheck.unbacked(failed, "replace_in_file raised ValueError", [writer]) == []
     # the name as part of another word is not the name
     assert changecheck.unbacked(turn, "See replace_in_file_docs.md.", [writer]) == []
 
