@@ -323,7 +323,7 @@ class Harness:
 
     `text_calls`: in native and auto modes, a reply whose text is a tool call (a JSON object naming a
     listed tool, fenced or not, `<tool_call>` tags, a list of them) is run as that call; auto then
-    settles on json for a server that ignored `tools`.
+    settles on react for a server that ignored `tools`.
     `prune_repeats`: in json mode the next turn's schema cannot express a call whose result the model
     already has in this turn (a tool without arguments called already).
     `final_check`: a final answer that leaves out a result this turn gathered gets one more turn, with

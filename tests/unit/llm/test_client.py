@@ -220,20 +220,21 @@ async def test_auto_uses_native_tools_when_the_server_takes_them() -> None:
 
 
 @pytest.mark.asyncio
-async def test_auto_asks_again_in_json_when_the_server_ignored_tools_and_stays_there() -> None:
+async def test_auto_asks_again_in_react_when_the_server_ignored_tools_and_stays_there() -> None:
     written = '```json\n{"name": "add", "arguments": {"a": 2}}\n```'
-    json_call = '{"thought": "add them", "action": {"tool": "add", "arguments": {"a": 2}}}'
-    transport = FakeTransport.replying(
-        sse(written), sse(json_call), sse('{"thought": "done", "action": {"final_answer": "5"}}')
-    )
+    react_call = 'Thought: add them\nAction: add\nAction Input: {"a": 2}'
+    transport = FakeTransport.replying(sse(written), sse(react_call), sse("Thought: done\nFinal Answer: 5"))
     llm, notices = client(transport), []
     first = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"), on_retry=notices.append)
     second = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
-    assert first.tool_mode == "json"
+    assert first.tool_mode == "react"
     assert [(c.name, c.arguments) for c in first.tool_calls] == [("add", {"a": 2})]
-    assert second.tool_mode == "json" and second.final_answer == "5"
+    assert second.tool_mode == "react" and second.final_answer == "5"
+    # no json request: a server that ignores `tools` is asked in ReAct text, with its stop strings
     assert ["tools" in body for body in sent(transport)] == [True, False, False]
-    assert len(notices) == 1 and "ignored `tools`" in notices[0] and "json mode" in notices[0]
+    assert ["response_format" in body for body in sent(transport)] == [False, False, False]
+    assert sent(transport)[1]["stop"] == list(react.STOP_SEQUENCES)
+    assert len(notices) == 1 and "ignored `tools`" in notices[0] and "ReAct text" in notices[0]
 
 
 @pytest.mark.asyncio
@@ -250,23 +251,22 @@ async def test_once_the_model_has_results_a_written_call_with_prose_after_it_is_
     shown = 'It is 5. Check it with:\n```json\n{"name": "add", "arguments": {"a": 2}}\n```\nThat adds.'
     done = Message(Role.ASSISTANT, "", tool_calls=(ToolCall("c1", "add", {"a": 2}, '{"a": 2}'),))
     answered = (*HISTORY, done, Message(Role.TOOL, "5", tool_call_id="c1"))
-    json_answer = '{"thought": "t", "action": {"final_answer": "5"}}'
-    transport = FakeTransport.replying(sse(shown), sse(shown), sse(shown), sse(json_answer))
+    transport = FakeTransport.replying(sse(shown), sse(shown), sse(shown), sse("Final Answer: 5"))
     llm = client(transport)
     after = await llm.generate(answered, [ADD], settings(tool_mode="native"))
     planned = await llm.generate(HISTORY, [ADD], settings(tool_mode="native"))  # no result yet: a plan
     assert after.final_answer == shown and after.tool_calls == ()
     assert [c.name for c in planned.tool_calls] == ["add"]
     noticed = await llm.generate(answered, [ADD], settings(tool_mode="auto"))  # auto: tools were ignored
-    assert noticed.tool_mode == "json" and noticed.final_answer == "5"
+    assert noticed.tool_mode == "react" and noticed.final_answer == "5"
 
 
 @pytest.mark.asyncio
 async def test_a_written_call_of_an_unlisted_tool_or_broken_json_is_no_answer() -> None:
     unlisted = '```json\n{"name": "Inventory", "arguments": {"path": "shop"}}\n```'
     broken = '{"name": "add", "arguments": {"a": count("x")}}'
-    json_call = '{"thought": "add", "action": {"tool": "add", "arguments": {"a": 2}}}'
-    transport = FakeTransport.replying(sse(unlisted), sse(broken), sse(unlisted), sse(json_call))
+    react_call = 'Thought: add\nAction: add\nAction Input: {"a": 2}'
+    transport = FakeTransport.replying(sse(unlisted), sse(broken), sse(unlisted), sse(react_call))
     llm = client(transport)
     named = await llm.generate(HISTORY, [ADD], settings(tool_mode="native"))
     decoded = await llm.generate(HISTORY, [ADD], settings(tool_mode="native"))
@@ -275,7 +275,7 @@ async def test_a_written_call_of_an_unlisted_tool_or_broken_json_is_no_answer() 
     assert decoded.format_error is not None and "not one valid JSON object" in decoded.format_error
     # auto takes the attempt as a sign the server ignored `tools`, as it takes a written call
     asked_again = await llm.generate(HISTORY, [ADD], settings(tool_mode="auto"))
-    assert asked_again.tool_mode == "json" and [c.name for c in asked_again.tool_calls] == ["add"]
+    assert asked_again.tool_mode == "react" and [c.name for c in asked_again.tool_calls] == ["add"]
 
 
 @pytest.mark.asyncio
