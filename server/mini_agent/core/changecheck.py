@@ -68,11 +68,13 @@ def unbacked(turn: Sequence[StepRecord], answer: str, tools: Iterable[ToolSpec])
     them not called in `turn`, and no call to such a tool succeeded in `turn`; empty otherwise (neither,
     a change made, no such tool)."""
     writers = [spec.name for spec in tools if writes(spec)]
-    called = {call.name for record in turn for call in record.tool_calls}
+    called: set[str] = set()
     for record in turn:
         failed = {obs.call_id for obs in record.observations if obs.is_error}
-        if any(call.name in writers and call.id not in failed for call in record.tool_calls):
-            return []
+        for call in record.tool_calls:
+            if call.name in writers and call.id not in failed:
+                return []  # a change was made
+            called.add(call.name)
     # a tool that was called and failed may be named: the answer reports its failure
     if writers and (claims_change(answer) or names_a_tool(answer, set(writers) - called)):
         return writers

@@ -342,8 +342,9 @@ class Harness:
     `hide_repeats`: a step whose every call is answered from an earlier result (`known_results`) is
     sent back to the model as an empty turn, its note naming the call: a small model shown its own
     repeat writes it once more.
-    `change_check`: a final answer that says something was changed, in a turn where no tool that changes
-    anything ran, gets one more turn, the model told so (`changecheck`).
+    `change_check`: a final answer that says something was changed, or names a tool that changes things
+    instead of calling it, in a turn where no such tool ran, gets one more turn, the model told so
+    (`changecheck`).
     """
 
     text_calls: bool = True
